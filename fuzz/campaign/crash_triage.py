@@ -1,0 +1,91 @@
+"""Turns a libFuzzer artifact into a minimised input, a stable signature and a reproducer.
+
+The signature is the one line moe-oracle's verdict code prints for a violation
+("moe-oracle: <router>-<kind>-E<E>-k<k>"), found by running the target on the input. An
+input that dies in a sanitizer instead gets "<target>-<sanitizer>-<error>-<function>";
+a timeout or out-of-memory gets "<target>-timeout"/"<target>-oom". Equal signatures are
+the same bug: the campaign keeps one (the smallest) input per signature.
+
+If the target writes a golden-vector reproducer when MOE_REPRODUCER_DIR is set, that
+JSON is kept and replayed with `moe-oracle replay`; otherwise the raw input is the
+reproducer and the command reruns the target on it.
+"""
+
+import glob
+import os
+import re
+import shutil
+
+import child_process
+
+_MOE_SIGNATURE = re.compile(r"(moe-oracle: [A-Za-z0-9_.+-]+)")
+_SAN_SUMMARY = re.compile(r"SUMMARY: (\w+Sanitizer): ([\w-]+)(?: (\S+))?(?: in (\S+))?")
+_UBSAN_RUNTIME = re.compile(r"(\S+:\d+):\d+: runtime error: (.*)")
+
+
+def signature_from_output(target, kind, text):
+    """The dedup key of one crash, from what the target printed when rerun on it."""
+    m = _MOE_SIGNATURE.search(text)
+    if m:
+        return m.group(1)
+    ub = _UBSAN_RUNTIME.search(text)
+    if ub:
+        where = os.path.basename(ub.group(1))
+        return f"{target}-ubsan-{where}"
+    san = _SAN_SUMMARY.search(text)
+    if san:
+        tool = san.group(1).replace("Sanitizer", "").lower()
+        func = san.group(4) or os.path.basename(san.group(3) or "unknown")
+        return f"{target}-{tool}-{san.group(2)}-{func}"
+    if kind in ("timeout", "oom", "leak"):
+        return f"{target}-{kind}"
+    if "out-of-memory" in text:
+        return f"{target}-oom"
+    if "deadly signal" in text:
+        return f"{target}-deadly-signal"
+    return f"{target}-{kind}-unclassified"
+
+
+def artifact_kind(path):
+    return os.path.basename(path).split("-", 1)[0]
+
+
+def triage(binary, target, build, artifact, *, out_dir, repo, moe_oracle, minimize_runs,
+           minimize_seconds, rss_limit_mb):
+    """Returns a crash entry: signature, kind, input, reproducer, command."""
+    kind = artifact_kind(artifact)
+    run_id = f"{build}-{target}"
+    folder = os.path.join(out_dir, "crashes", run_id)
+    os.makedirs(folder, exist_ok=True)
+    name = os.path.basename(artifact)
+    minimised = os.path.join(folder, name + ".min")
+    if kind in ("crash", "leak") and not os.path.exists(minimised):
+        cmd = [binary, "-minimize_crash=1", f"-runs={minimize_runs}",
+               f"-max_total_time={minimize_seconds}", f"-rss_limit_mb={rss_limit_mb}",
+               f"-exact_artifact_path={minimised}", artifact]
+        child_process.run(cmd, log_path=os.path.join(out_dir, "logs", f"minimize-{name}.log"),
+                          timeout=minimize_seconds + 60)
+    keep = minimised if os.path.isfile(minimised) else os.path.join(folder, name)
+    if keep != minimised and not os.path.exists(keep):
+        shutil.copyfile(artifact, keep)
+    reproducers = os.path.join(folder, name + ".reproducer")
+    os.makedirs(reproducers, exist_ok=True)
+    env = dict(os.environ, MOE_REPRODUCER_DIR=reproducers)
+    log = os.path.join(out_dir, "logs", f"rerun-{name}.log")
+    child_process.run([binary, f"-rss_limit_mb={rss_limit_mb}", "-timeout=25", keep],
+                      log_path=log, timeout=120, env=env)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    entry = {"source": "libfuzzer", "target": target, "build": build, "kind": kind,
+             "signature": signature_from_output(target, kind, text),
+             "input": os.path.relpath(keep, out_dir), "input_bytes": os.path.getsize(keep),
+             "log": os.path.relpath(log, out_dir)}
+    jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))
+    if jsons:
+        entry["reproducer"] = os.path.relpath(jsons[0], out_dir)
+        entry["command"] = f"{moe_oracle} replay {os.path.abspath(jsons[0])}"
+    else:
+        shutil.rmtree(reproducers, ignore_errors=True)
+        entry["reproducer"] = entry["input"]
+        entry["command"] = f"{binary} {os.path.abspath(keep)}"
+    return entry

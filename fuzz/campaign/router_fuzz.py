@@ -1,0 +1,83 @@
+"""Part 1 of a campaign: `moe-oracle fuzz --json` on each built-in router.
+
+A router this CPU lacks makes moe-oracle exit 2 with a message; that is recorded as
+"unavailable" (with the message), not as a failure of the campaign.
+"""
+
+import json
+import os
+import shutil
+
+import child_process
+
+BUILTIN_ROUTERS = [
+    "scalar-probs", "scalar-logits", "avx2-probs", "avx2-logits",
+    "avx512-probs", "avx512-logits", "auto-probs", "auto-logits",
+]
+
+
+def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
+    """Runs one router's campaign; returns its report entry (a dict)."""
+    work = os.path.join(out_dir, "work", "routers", router)
+    os.makedirs(work, exist_ok=True)
+    log = os.path.join(out_dir, "logs", f"router-{router}.log")
+    stdout = os.path.join(work, "fuzz.json")
+    cmd = [moe_oracle, "fuzz", "--impl", router, "--seconds", str(seconds), "--seed",
+           str(seed), "--out", os.path.join(work, "reproducers"), "--json"]
+    outcome = child_process.run(cmd, log_path=log, timeout=seconds * 2 + 60,
+                                stdout_path=stdout)
+    entry = {"router": router, "command": " ".join(cmd), "log": os.path.relpath(log, out_dir),
+             "exit_code": outcome.rc, "wall_s": round(outcome.wall, 2)}
+    if outcome.interrupted:
+        entry["status"] = "interrupted"
+        return entry
+    if outcome.timed_out:
+        entry["status"] = "hung"
+        return entry
+    result = _read_json_object(stdout)
+    if outcome.rc == 2 or result is None:
+        entry["status"] = "unavailable" if outcome.rc == 2 else "error"
+        entry["message"] = _last_line(log)
+        return entry
+    entry["status"] = "violation" if outcome.rc == 1 else "clean"
+    for key in ("seed", "cases", "tokens", "cases_per_s", "verdicts", "acceptable_reasons",
+                "levels"):
+        if key in result:
+            entry[key] = result[key]
+    entry["violations"] = [_keep_reproducer(v, out_dir) for v in result.get("violations", [])]
+    return entry
+
+
+def _keep_reproducer(violation, out_dir):
+    """Copies the reproducer into the report's folder so the page can link to it."""
+    v = {"signature": violation.get("signature", ""), "kind": violation.get("kind", "")}
+    src = violation.get("reproducer")
+    if src and os.path.isfile(src):
+        dest_dir = os.path.join(out_dir, "reproducers")
+        os.makedirs(dest_dir, exist_ok=True)
+        dest = os.path.join(dest_dir, os.path.basename(src))
+        if os.path.abspath(src) != os.path.abspath(dest):
+            shutil.copyfile(src, dest + ".tmp")
+            os.replace(dest + ".tmp", dest)
+        v["reproducer"] = os.path.relpath(dest, out_dir)
+    return v
+
+
+def _read_json_object(path):
+    """moe-oracle prints exactly one JSON object on stdout; None if it did not."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().strip()
+        value = json.loads(text) if text else None
+        return value if isinstance(value, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _last_line(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("$ ")]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""

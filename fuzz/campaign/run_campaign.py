@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Runs one fuzzing campaign over prebuilt binaries and writes report.json + report.html.
+
+Part 1: `moe-oracle fuzz` on each built-in router. Part 2: each libFuzzer target in each
+given build (ASan+UBSan, plain), then its new inputs merged into corpus/<target>/ and its
+crashes minimised, signed and deduplicated. The state, report and corpus are rewritten
+atomically after every step, so SIGINT/SIGTERM leaves them whole and rerunning the same
+command resumes. scripts/campaign builds the binaries and calls this.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import atomic_io  # noqa: E402
+import campaign_state  # noqa: E402
+import child_process  # noqa: E402
+import corpus_merge  # noqa: E402
+import crash_triage  # noqa: E402
+import libfuzzer_target  # noqa: E402
+import report_html  # noqa: E402
+import report_model  # noqa: E402
+import router_fuzz  # noqa: E402
+
+TARGETS = ["fuzz_route", "fuzz_gates", "fuzz_layer", "fuzz_capacity", "fuzz_vectors",
+           "fuzz_external"]
+NIGHTLY_BUDGET_S = 6 * 3600
+ROUTER_SHARE = 0.25  # of the budget, for part 1; the rest goes to libFuzzer
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--budget", type=int, help="total fuzzing seconds (default 180, "
+                   f"{NIGHTLY_BUDGET_S} with --nightly)")
+    p.add_argument("--nightly", action="store_true", help="the real nightly budget")
+    p.add_argument("--out", default="campaign-out", help="report, state, logs, crashes")
+    p.add_argument("--repo", default=os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                                                  "..", "..")))
+    p.add_argument("--corpus-root", help="default: <repo>/corpus")
+    p.add_argument("--moe-oracle", help="path of the moe-oracle binary (part 1)")
+    p.add_argument("--fuzz-build", action="append", default=[], metavar="NAME=DIR",
+                   help="a libFuzzer build folder (binaries in DIR/bin), e.g. asan=build-fuzz")
+    p.add_argument("--routers", help="comma-separated subset of the built-in routers")
+    p.add_argument("--targets", help="comma-separated subset of the libFuzzer targets")
+    p.add_argument("--seed", type=int, help="default: the campaign's start time")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
+    p.add_argument("--external", help="a moe_route_v1 library for fuzz_external (MOE_IMPL)")
+    a = p.parse_args(argv)
+    if a.budget is None:
+        a.budget = NIGHTLY_BUDGET_S if a.nightly else 180
+    if a.budget < 1:
+        p.error("--budget must be at least 1 second")
+    a.builds = []
+    for spec in a.fuzz_build:
+        name, sep, folder = spec.partition("=")
+        if not sep or not name or not folder:
+            p.error(f"--fuzz-build wants NAME=DIR, got {spec!r}")
+        a.builds.append((name, os.path.abspath(folder)))
+    a.out = os.path.abspath(a.out)
+    a.corpus_root = os.path.abspath(a.corpus_root or os.path.join(a.repo, "corpus"))
+    return a
+
+
+def make_plan(a):
+    """The step ids, in order, with what each needs; absent binaries are left out."""
+    steps = {}
+    routers = a.routers.split(",") if a.routers else router_fuzz.BUILTIN_ROUTERS
+    if a.moe_oracle and os.access(a.moe_oracle, os.X_OK):
+        for r in routers:
+            steps[f"router:{r}"] = {"router": r}
+    targets = a.targets.split(",") if a.targets else TARGETS
+    for build, folder in a.builds:
+        for t in targets:
+            binary = os.path.join(folder, "bin", t)
+            if os.access(binary, os.X_OK):
+                steps[f"libfuzzer:{build}:{t}"] = {"target": t, "build": build, "binary": binary}
+    return steps
+
+
+def budgets(a, steps):
+    """Seconds per step: ROUTER_SHARE of the budget over the routers, the rest over
+    the libFuzzer runs (all of it when one part is empty). Merges, minimisation and
+    start-up come on top; the docs say so."""
+    n_r = sum(1 for s in steps if s.startswith("router:"))
+    n_l = len(steps) - n_r
+    share = ROUTER_SHARE if n_r and n_l else (1.0 if n_r else 0.0)
+    per_router = max(2, int(a.budget * share / n_r)) if n_r else 0
+    per_target = max(5, int(a.budget * (1 - share) / n_l)) if n_l else 0
+    return per_router, per_target
+
+
+def external_library(a, build_dir):
+    """The library fuzz_external loads: --external, $MOE_IMPL, else a built-in router's."""
+    if a.external:
+        return os.path.abspath(a.external)
+    if os.environ.get("MOE_IMPL"):
+        return os.environ["MOE_IMPL"]
+    lib = os.path.join(build_dir, "lib")
+    names = sorted(os.listdir(lib)) if os.path.isdir(lib) else []
+    for prefer in ("auto", "scalar", ""):
+        for n in names:
+            if n.startswith("libmoe_route_") and prefer in n and n.endswith(".so"):
+                return os.path.join(lib, n)
+    return None
+
+
+def run_libfuzzer_step(a, state, info, seconds, build_dir):
+    target, build, binary = info["target"], info["build"], info["binary"]
+    if target == "fuzz_external":
+        lib = external_library(a, build_dir)
+        if not lib:
+            return {"target": target, "build": build, "status": "skipped",
+                    "message": "no moe_route_v1 library: pass --external or set MOE_IMPL"}
+        os.environ["MOE_IMPL"] = lib
+    corpus_dir = os.path.join(a.corpus_root, target)
+    corpus_merge.clean_stale(corpus_dir)
+    entry = libfuzzer_target.fuzz_target(binary, target, build, seconds, repo=a.repo,
+                                         corpus_dir=corpus_dir, out_dir=a.out, cores=a.cores)
+    rss = libfuzzer_target.RSS_LIMIT_MB.get(target, 2560)
+    if not child_process.STOP.requested:
+        entry.update(corpus_merge.merge_new_inputs(
+            binary, target, corpus_dir, entry["work_corpus"], out_dir=a.out,
+            run_id=f"{build}-{target}", rss_limit_mb=rss, timeout=max(120, seconds)))
+    crashes = []
+    for artifact in entry["artifacts"]:
+        if child_process.STOP.requested:
+            break
+        c = crash_triage.triage(binary, target, build, artifact, out_dir=a.out, repo=a.repo,
+                                moe_oracle=a.moe_oracle or "moe-oracle",
+                                minimize_runs=10000, minimize_seconds=min(60, seconds),
+                                rss_limit_mb=rss)
+        campaign_state.remember_signature(state, c["signature"])
+        crashes.append(c)
+    entry["crashes"] = crashes
+    if child_process.STOP.requested:
+        entry["status"] = "interrupted"
+    return entry
+
+
+def write_report(a, state, interrupted):
+    report = report_model.build(state, interrupted=interrupted)
+    atomic_io.write_json(os.path.join(a.out, "report.json"), report)
+    atomic_io.write_text(os.path.join(a.out, "report.html"), report_html.render(report))
+    return report
+
+
+def print_summary(a, report):
+    t = report["totals"]
+    v = t["verdicts"]
+    print(f"campaign {report['campaign_id']}: "
+          f"{'complete' if report['complete'] else 'INTERRUPTED (rerun to resume)'}")
+    print(f"  routers: {len(report['routers'])} run, {t['router_cases']} cases "
+          f"(exact {v['exact']}, acceptable {v['acceptable']}, violation {v['violation']})")
+    print(f"  libFuzzer: {len(report['targets'])} runs, {t['libfuzzer_execs']} execs, "
+          f"{t['corpus_added']} new corpus inputs")
+    for tg in report["targets"]:
+        print(f"    {tg['build']:>5} {tg['target']:<14} {tg.get('execs_per_s', 0):>10} exec/s "
+              f"ft {tg.get('features', 0):>6} corpus {tg.get('corpus_files', 0)}")
+    print(f"  violations: {t['violations']} signature(s), {t['new_violations']} new")
+    for viol in report["violations"]:
+        print(f"    {viol['signature']}  ({viol.get('count', 1)} input(s))  "
+              f"{viol.get('command', '')}")
+    print(f"report: {os.path.join(a.out, 'report.html')}")
+
+
+def main(argv):
+    a = parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    child_process.STOP.install()
+    steps = make_plan(a)
+    if not steps:
+        print("run_campaign: nothing to run: no moe-oracle binary and no libFuzzer build "
+              "(pass --moe-oracle and/or --fuzz-build NAME=DIR)", file=sys.stderr)
+        return 2
+    seed = a.seed if a.seed is not None else int(time.time()) % 2**31
+    state, resumed = campaign_state.load_or_start(a.out, budget_s=a.budget, seed=seed,
+                                                  plan=list(steps))
+    if resumed:
+        print(f"resuming campaign {state['campaign_id']}: "
+              f"{len(state['steps'])}/{len(steps)} steps already done", file=sys.stderr)
+    campaign_state.save(a.out, state)
+    per_router, per_target = budgets(a, steps)
+    build_dirs = dict(a.builds)
+    for step_id, info in steps.items():
+        if child_process.STOP.requested:
+            break
+        if step_id in state["steps"]:
+            continue
+        print(f"[{time.strftime('%H:%M:%S')}] {step_id}", file=sys.stderr, flush=True)
+        if "router" in info:
+            entry = router_fuzz.fuzz_router(a.moe_oracle, info["router"], per_router,
+                                            state["seed"], a.out)
+            for v in entry.get("violations", []):
+                campaign_state.remember_signature(state, v["signature"])
+                v["command"] = (f"{a.moe_oracle} replay {os.path.join(a.out, v['reproducer'])}"
+                                if v.get("reproducer") else entry["command"])
+        else:
+            entry = run_libfuzzer_step(a, state, info, per_target, build_dirs[info["build"]])
+        if entry.get("status") == "interrupted":
+            break  # not recorded: the resumed run redoes this step from its work corpus
+        campaign_state.finish_step(a.out, state, step_id, entry)
+        write_report(a, state, interrupted=False)
+    interrupted = child_process.STOP.requested
+    if not interrupted:
+        report = report_model.build(state, interrupted=False)
+        campaign_state.complete(a.out, state, {"violations": report["totals"]["violations"]})
+    report = write_report(a, state, interrupted)
+    print_summary(a, report)
+    if interrupted:
+        return 128 + (child_process.STOP.signum or 2)
+    return 1 if report["totals"]["new_violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
