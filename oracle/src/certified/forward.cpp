@@ -1,0 +1,1 @@
+#include "moe/oracle/certified/forward.hpp"

@@ -1,0 +1,92 @@
+#include "softmax_core.hpp"
+
+#include <algorithm>
+
+namespace moe::oracle::certified::detail {
+
+namespace {
+// Scratch numbers reused across calls on this thread, so a gate costs no allocation once
+// the workspace has grown to the largest kept set seen at this precision.
+class Workspace {
+ public:
+  ~Workspace() {
+    for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+      for (auto& x : *v) mpfr_clear(x.value);
+    }
+    if (haveTmp_) mpfr_clears(tmpLo, tmpHi, static_cast<mpfr_ptr>(nullptr));
+  }
+  struct Slot {
+    mpfr_t value;
+  };
+  std::vector<Slot> eLo, eHi, preLo, preHi, sufLo, sufHi;
+  mpfr_t tmpLo, tmpHi;
+
+  void prepare(std::size_t n, mpfr_prec_t precision) {
+    if (precision != precision_) {
+      for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+        for (auto& x : *v) mpfr_set_prec(x.value, precision);
+      }
+      if (haveTmp_) {
+        mpfr_set_prec(tmpLo, precision);
+        mpfr_set_prec(tmpHi, precision);
+      }
+      precision_ = precision;
+    }
+    if (!haveTmp_) {
+      mpfr_inits2(precision, tmpLo, tmpHi, static_cast<mpfr_ptr>(nullptr));
+      haveTmp_ = true;
+    }
+    for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+      while (v->size() < n + 1) {
+        v->emplace_back();
+        mpfr_init2(v->back().value, precision);
+      }
+    }
+  }
+
+ private:
+  mpfr_prec_t precision_ = 0;
+  bool haveTmp_ = false;
+};
+
+thread_local Workspace tWorkspace;
+}  // namespace
+
+void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t precision,
+                           Interval* out) {
+  const std::size_t n = diffs.size();
+  Workspace& w = tWorkspace;
+  w.prepare(n, precision);
+  // e_t: exp rounded down; when inexact the next number up is a valid upper bound, which
+  // saves the second exponential.
+  for (std::size_t t = 0; t < n; ++t) {
+    const int inexact = mpfr_exp(w.eLo[t].value, diffs[t], MPFR_RNDD);
+    mpfr_set(w.eHi[t].value, w.eLo[t].value, MPFR_RNDN);
+    if (inexact != 0) mpfr_nextabove(w.eHi[t].value);
+  }
+  // prefix[t] = e_0 + ... + e_{t-1}; suffix[t] = e_t + ... + e_{n-1}; outward rounding.
+  mpfr_set_zero(w.preLo[0].value, 1);
+  mpfr_set_zero(w.preHi[0].value, 1);
+  for (std::size_t t = 0; t < n; ++t) {
+    mpfr_add(w.preLo[t + 1].value, w.preLo[t].value, w.eLo[t].value, MPFR_RNDD);
+    mpfr_add(w.preHi[t + 1].value, w.preHi[t].value, w.eHi[t].value, MPFR_RNDU);
+  }
+  mpfr_set_zero(w.sufLo[n].value, 1);
+  mpfr_set_zero(w.sufHi[n].value, 1);
+  for (std::size_t t = n; t-- > 0;) {
+    mpfr_add(w.sufLo[t].value, w.sufLo[t + 1].value, w.eLo[t].value, MPFR_RNDD);
+    mpfr_add(w.sufHi[t].value, w.sufHi[t + 1].value, w.eHi[t].value, MPFR_RNDU);
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    // rest_t = prefix[t] + suffix[t + 1]
+    mpfr_add(w.tmpLo, w.preLo[t].value, w.sufLo[t + 1].value, MPFR_RNDD);
+    mpfr_add(w.tmpHi, w.preHi[t].value, w.sufHi[t + 1].value, MPFR_RNDU);
+    // lower = eLo / (eLo + restHi), upper = eHi / (eHi + restLo)
+    mpfr_add(w.tmpHi, w.tmpHi, w.eLo[t].value, MPFR_RNDU);
+    mpfr_add(w.tmpLo, w.tmpLo, w.eHi[t].value, MPFR_RNDD);
+    mpfr_div(out[t].lower.get(), w.eLo[t].value, w.tmpHi, MPFR_RNDD);
+    mpfr_div(out[t].upper.get(), w.eHi[t].value, w.tmpLo, MPFR_RNDU);
+  }
+}
+
+}  // namespace moe::oracle::certified::detail
