@@ -1,0 +1,20 @@
+// The contract JSON each built-in router publishes (fields: route_abi.h).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace moe::detail {
+
+enum class RouteMode { kProbs, kLogits };
+
+struct ContractFacts {
+  std::string_view name;
+  RouteMode mode;
+  double expMaxUlp;  // measured by tests/impl (exp ulp test), with margin
+  int gateUlp;       // derived in docs/impl.md ("Gate budget")
+};
+
+std::string contractJson(const ContractFacts& facts);
+
+}  // namespace moe::detail

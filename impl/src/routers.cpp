@@ -1,0 +1,98 @@
+// The registry of built-in routers: name, contract, availability, entry point.
+#include "moe/routers.hpp"
+
+#include <array>
+#include <string>
+
+#include "moe/detail/route_kernels.hpp"
+#include "route_contracts.hpp"
+
+namespace moe {
+namespace {
+
+using detail::RouteMode;
+using detail::RowsFn;
+
+bool always() {
+  return true;
+}
+
+template <RowsFn kRows, bool (*kAvailable)()>
+int routeWith(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+              float* gates, int32_t threads) {
+  if (!kAvailable()) return MOE_ROUTE_EUNSUPPORTED;
+  return detail::runRows(kRows, tokens, experts, k, logits, ids, gates, threads);
+}
+
+// exp_max_ulp: glibc's expf (scalar) and Highway's Exp (every SIMD target), measured over
+// every argument x - max can take (tests/impl/exp_ulp_test.cpp checks these bounds).
+constexpr double kHostExpUlp = 0.51;
+constexpr double kHwyExpUlp = 2.0;
+// gate ulp: docs/impl.md, "Gate budget". scalar-probs is the binary32 spec itself.
+constexpr int kScalarProbsGateUlp = 0;
+constexpr int kGateUlp = 24;
+
+struct Entry {
+  detail::ContractFacts facts;
+  bool (*available)();
+  RouteFn route;
+};
+
+constexpr std::array<Entry, 8> kEntries{{
+    {{"scalar-probs", RouteMode::kProbs, kHostExpUlp, kScalarProbsGateUlp},
+     always,
+     routeWith<detail::scalarProbsRows, always>},
+    {{"scalar-logits", RouteMode::kLogits, kHostExpUlp, kGateUlp},
+     always,
+     routeWith<detail::scalarLogitsRows, always>},
+    {{"avx2-probs", RouteMode::kProbs, kHwyExpUlp, kGateUlp},
+     detail::cpuHasAvx2,
+     routeWith<detail::avx2ProbsRows, detail::cpuHasAvx2>},
+    {{"avx2-logits", RouteMode::kLogits, kHwyExpUlp, kGateUlp},
+     detail::cpuHasAvx2,
+     routeWith<detail::avx2LogitsRows, detail::cpuHasAvx2>},
+    {{"avx512-probs", RouteMode::kProbs, kHwyExpUlp, kGateUlp},
+     detail::cpuHasAvx512,
+     routeWith<detail::avx512ProbsRows, detail::cpuHasAvx512>},
+    {{"avx512-logits", RouteMode::kLogits, kHwyExpUlp, kGateUlp},
+     detail::cpuHasAvx512,
+     routeWith<detail::avx512LogitsRows, detail::cpuHasAvx512>},
+    {{"auto-probs", RouteMode::kProbs, kHwyExpUlp, kGateUlp},
+     always,
+     routeWith<detail::autoProbsRows, always>},
+    {{"auto-logits", RouteMode::kLogits, kHwyExpUlp, kGateUlp},
+     always,
+     routeWith<detail::autoLogitsRows, always>},
+}};
+
+struct Registry {
+  std::array<std::string, kEntries.size()> contracts;
+  std::array<BuiltinRouter, kEntries.size()> routers;
+  Registry() {
+    for (size_t i = 0; i < kEntries.size(); ++i) {
+      contracts[i] = detail::contractJson(kEntries[i].facts);
+      routers[i] = BuiltinRouter{kEntries[i].facts.name, contracts[i], kEntries[i].available,
+                                 kEntries[i].route};
+    }
+  }
+};
+
+const Registry& registry() {
+  static const Registry instance;
+  return instance;
+}
+
+}  // namespace
+
+std::span<const BuiltinRouter> builtinRouters() {
+  return registry().routers;
+}
+
+const BuiltinRouter* findRouter(std::string_view name) {
+  for (const auto& router : builtinRouters()) {
+    if (router.name == name) return &router;
+  }
+  return nullptr;
+}
+
+}  // namespace moe
