@@ -17,9 +17,11 @@ namespace {
 // Below this many logits per thread, another thread costs more than it saves.
 constexpr int64_t kMinLogitsPerThread = 1 << 15;
 
+// No buffer is larger than a 64-bit address space's 2^48 bytes: sizes beyond are absurd
+// (and their byte counts close to overflowing ptrdiff_t).
 bool bytesFit(int64_t a, int64_t b) {
-  constexpr auto kMaxBytes = static_cast<uint64_t>(PTRDIFF_MAX);
-  return static_cast<uint64_t>(a) * static_cast<uint64_t>(b) <= kMaxBytes / 4;
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+  return static_cast<uint64_t>(a) * static_cast<uint64_t>(b) <= kMaxBytes / sizeof(float);
 }
 
 int checkArgs(int32_t tokens, int32_t experts, int32_t k, const float* logits, const int32_t* ids,

@@ -18,7 +18,9 @@ extern "C" int moe_route_v1_bf16(int32_t tokens, int32_t experts, int32_t k,
   try {
     // Nothing to widen: the router checks the remaining arguments itself.
     if (count == 0) return router->route(tokens, experts, k, nullptr, ids, gates, 0);
-    if (static_cast<uint64_t>(count) > PTRDIFF_MAX / sizeof(float)) return MOE_ROUTE_EOVERFLOW;
+    if (static_cast<uint64_t>(count) > (uint64_t{1} << 48) / sizeof(float)) {
+      return MOE_ROUTE_EOVERFLOW;  // as moe_route_v1: more than any address space holds
+    }
     std::vector<float> widened(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
       const uint32_t bits = static_cast<uint32_t>(logits_bf16[i]) << 16;

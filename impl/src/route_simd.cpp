@@ -67,7 +67,7 @@ HWY_INLINE bool SelectTopKVector(D d, const float* v, int32_t n, TopList& top) {
   V nanLanes = hn::Zero(d);
   for (int32_t b = 0; b < n; b += static_cast<int32_t>(lanes)) {
     const V x = LoadBlock(d, v, b, n);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::Ne(x, x)));
+    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(x)));
     uint64_t bits = MaskBits(d, hn::Gt(x, hn::Set(d, top.threshold())));
     if (b < kk) bits &= (kk - b >= 64) ? 0 : ~((uint64_t{1} << (kk - b)) - 1);
     while (bits != 0) {
@@ -83,7 +83,7 @@ bool AnyNaN(D d, const float* v, int32_t n) {
   V nanLanes = hn::Zero(d);
   for (int32_t b = 0; b < n; b += static_cast<int32_t>(hn::Lanes(d))) {
     const V x = LoadBlock(d, v, b, n);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::Ne(x, x)));
+    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(x)));
   }
   return !hn::AllFalse(d, hn::MaskFromVec(nanLanes));
 }
@@ -115,7 +115,7 @@ void ProbsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, flo
   for (int32_t b = 0; b < experts; b += lanes) {
     const V xb = LoadBlock(d, x, b, experts);
     vmax = hn::Max(vmax, xb);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::Ne(xb, xb)));
+    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
   }
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
   // NaN, +inf, or all -inf: the spec's probabilities are all NaN.

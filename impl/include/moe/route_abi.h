@@ -12,8 +12,8 @@
  *     - tokens, experts, k >= 0 (else MOE_ROUTE_EBADSIZE);
  *     - logits may be NULL only when tokens*experts == 0, ids and gates only when
  *       tokens*k == 0 (else MOE_ROUTE_ENULL);
- *     - tokens*experts*4 and tokens*k*4 bytes must fit in a ptrdiff_t
- *       (else MOE_ROUTE_EOVERFLOW);
+ *     - tokens*experts*4 and tokens*k*4 bytes must not exceed 2^48, the most a 64-bit
+ *       address space holds (else MOE_ROUTE_EOVERFLOW);
  *   experts == 0 with k > 0 is accepted: every slot is empty (-1, gate 0).
  *
  * const char *moe_route_v1_contract(void)

@@ -1,0 +1,93 @@
+// Bitwise batch invariance (the contract's batch_invariant): a token's ids and gates do
+// not depend on the other tokens, its position in the batch, or the thread count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moe/routers.hpp"
+#include "route_reference.hpp"
+
+namespace moe::test {
+namespace {
+
+bool sameBits(const float* a, const float* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+class RouterInvariance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    router_ = findRouter(GetParam());
+    ASSERT_NE(router_, nullptr);
+    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
+  }
+  // Mixed rows: gaussian logits, some exact ties, masked experts and non-finite rows.
+  static std::vector<float> mixedBatch(int32_t tokens, int32_t experts, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> logit(0.0f, 4.0f);
+    std::vector<float> x(size_t(tokens) * experts);
+    for (auto& v : x) v = logit(rng);
+    for (int32_t t = 0; t < tokens; t += 17) x[size_t(t) * experts] = x[size_t(t) * experts + 1];
+    for (int32_t t = 5; t < tokens; t += 29)
+      x[size_t(t) * experts + 3] = -std::numeric_limits<float>::infinity();
+    for (int32_t t = 11; t < tokens; t += 97)
+      x[size_t(t) * experts + 2] = std::numeric_limits<float>::quiet_NaN();
+    for (int32_t t = 13; t < tokens; t += 101)
+      x[size_t(t) * experts + 1] = std::numeric_limits<float>::infinity();
+    return x;
+  }
+  const BuiltinRouter* router_ = nullptr;
+};
+
+TEST_P(RouterInvariance, ThreadCountDoesNotChangeABit) {
+  const int32_t tokens = 2048, experts = 64, k = 8;  // big enough for several workers
+  const auto x = mixedBatch(tokens, experts, 1);
+  const Routed one = routeOrDie(*router_, tokens, experts, k, x, 1);
+  for (const int32_t threads : {2, 3, 7, 0}) {
+    const Routed many = routeOrDie(*router_, tokens, experts, k, x, threads);
+    EXPECT_EQ(one.ids, many.ids) << "threads=" << threads;
+    EXPECT_TRUE(sameBits(one.gates.data(), many.gates.data(), one.gates.size()))
+        << "threads=" << threads;
+  }
+}
+
+TEST_P(RouterInvariance, EachTokenRoutesAloneAsInItsBatch) {
+  for (const int32_t experts : {5, 64, 131}) {
+    const int32_t tokens = 300, k = 4;
+    const auto x = mixedBatch(tokens, experts, uint32_t(experts));
+    const Routed batch = routeOrDie(*router_, tokens, experts, k, x, 0);
+    // Alone, and at a different position in a reversed batch.
+    std::vector<float> reversed(x.size());
+    for (int32_t t = 0; t < tokens; ++t) {
+      std::copy_n(&x[size_t(t) * experts], experts, &reversed[size_t(tokens - 1 - t) * experts]);
+    }
+    const Routed rev = routeOrDie(*router_, tokens, experts, k, reversed, 2);
+    for (int32_t t = 0; t < tokens; ++t) {
+      const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
+      const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
+      const size_t at = size_t(t) * k, revAt = size_t(tokens - 1 - t) * k;
+      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + at));
+      ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k))) << "t=" << t;
+      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), rev.ids.begin() + revAt));
+      ASSERT_TRUE(sameBits(alone.gates.data(), &rev.gates[revAt], size_t(k))) << "t=" << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRouters, RouterInvariance,
+                         ::testing::Values("scalar-probs", "scalar-logits", "avx2-probs",
+                                           "avx2-logits", "avx512-probs", "avx512-logits",
+                                           "auto-probs", "auto-logits"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace moe::test
