@@ -32,9 +32,12 @@ def load_or_start(out_dir, *, budget_s, seed, plan):
     if old and not old.get("complete") and old.get("plan") == plan:
         old["resumed"] = old.get("resumed", 0) + 1
         return old, True
+    number = (old or {}).get("number", 0) + 1
     state = {
         "version": VERSION,
-        "campaign_id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+        # The count makes ids unique even for two campaigns started in one second.
+        "campaign_id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{number}",
+        "number": number,
         "started": _now(),
         "complete": False,
         "budget_s": budget_s,

@@ -50,34 +50,60 @@ def artifact_kind(path):
     return os.path.basename(path).split("-", 1)[0]
 
 
-def triage(binary, target, build, artifact, *, out_dir, repo, moe_oracle, minimize_runs,
-           minimize_seconds, rss_limit_mb):
-    """Returns a crash entry: signature, kind, input, reproducer, command."""
+def _rerun(binary, artifact, *, out_dir, rss_limit_mb, reproducer_dir=None):
+    """Runs the target once on the input; returns what it printed."""
+    env = dict(os.environ)
+    if reproducer_dir:
+        env["MOE_REPRODUCER_DIR"] = reproducer_dir
+    log = os.path.join(out_dir, "logs", "rerun-" + os.path.basename(artifact) + ".log")
+    child_process.run([binary, f"-rss_limit_mb={rss_limit_mb}", "-timeout=25", artifact],
+                      log_path=log, timeout=120, env=env)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        return f.read(), log
+
+
+def group_by_signature(binary, target, artifacts, *, out_dir, rss_limit_mb, limit=50):
+    """{signature: [artifact, ...]}, smallest first; at most limit inputs are rerun
+    (a night can leave thousands of copies of one bug)."""
+    groups = {}
+    for artifact in sorted(artifacts, key=os.path.getsize)[:limit]:
+        if child_process.STOP.requested:
+            break
+        text, _ = _rerun(binary, artifact, out_dir=out_dir, rss_limit_mb=rss_limit_mb)
+        sig = signature_from_output(target, artifact_kind(artifact), text)
+        groups.setdefault(sig, []).append(artifact)
+    return groups
+
+
+def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
+           minimize_runs, minimize_seconds, rss_limit_mb):
+    """One crash entry for one signature: its smallest input minimised (when the
+    minimised input still gives the same signature), its reproducer and command."""
+    artifact = artifacts[0]
     kind = artifact_kind(artifact)
-    run_id = f"{build}-{target}"
-    folder = os.path.join(out_dir, "crashes", run_id)
+    folder = os.path.join(out_dir, "crashes", f"{build}-{target}")
     os.makedirs(folder, exist_ok=True)
     name = os.path.basename(artifact)
-    minimised = os.path.join(folder, name + ".min")
-    if kind in ("crash", "leak") and not os.path.exists(minimised):
+    keep = os.path.join(folder, name)
+    shutil.copyfile(artifact, keep)
+    if kind in ("crash", "leak"):
+        minimised = keep + ".min"
         cmd = [binary, "-minimize_crash=1", f"-runs={minimize_runs}",
                f"-max_total_time={minimize_seconds}", f"-rss_limit_mb={rss_limit_mb}",
                f"-exact_artifact_path={minimised}", artifact]
         child_process.run(cmd, log_path=os.path.join(out_dir, "logs", f"minimize-{name}.log"),
                           timeout=minimize_seconds + 60)
-    keep = minimised if os.path.isfile(minimised) else os.path.join(folder, name)
-    if keep != minimised and not os.path.exists(keep):
-        shutil.copyfile(artifact, keep)
-    reproducers = os.path.join(folder, name + ".reproducer")
-    os.makedirs(reproducers, exist_ok=True)
-    env = dict(os.environ, MOE_REPRODUCER_DIR=reproducers)
-    log = os.path.join(out_dir, "logs", f"rerun-{name}.log")
-    child_process.run([binary, f"-rss_limit_mb={rss_limit_mb}", "-timeout=25", keep],
-                      log_path=log, timeout=120, env=env)
-    with open(log, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        if os.path.isfile(minimised):
+            text, _ = _rerun(binary, minimised, out_dir=out_dir, rss_limit_mb=rss_limit_mb)
+            if signature_from_output(target, kind, text) == signature:
+                keep = minimised
+    reproducers = keep + ".reproducer"
+    shutil.rmtree(reproducers, ignore_errors=True)
+    os.makedirs(reproducers)
+    _, log = _rerun(binary, keep, out_dir=out_dir, rss_limit_mb=rss_limit_mb,
+                    reproducer_dir=reproducers)
     entry = {"source": "libfuzzer", "target": target, "build": build, "kind": kind,
-             "signature": signature_from_output(target, kind, text),
+             "signature": signature, "count": len(artifacts),
              "input": os.path.relpath(keep, out_dir), "input_bytes": os.path.getsize(keep),
              "log": os.path.relpath(log, out_dir)}
     jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))

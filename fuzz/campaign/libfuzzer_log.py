@@ -60,10 +60,10 @@ class LogSummary:
         stat = parse_status_line(line)
         if stat is None:
             return
-        # The fork line states its own clock; a plain line is stamped when it was read.
-        t = stat.get("time", seconds)
+        # Stamped when read (lines are streamed): the fork line's own "time:" counts whole
+        # seconds only, too coarse for a short run.
         self.last.update(stat)
-        self.series.append([round(float(t), 2), stat["execs"], stat.get("ft", 0),
+        self.series.append([round(float(seconds), 2), stat["execs"], stat.get("ft", 0),
                             stat.get("cov", 0), stat.get("corp", 0)])
 
     def summary(self, wall_seconds):

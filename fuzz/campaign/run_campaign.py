@@ -10,6 +10,7 @@ command resumes. scripts/campaign builds the binaries and calls this.
 
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -124,17 +125,22 @@ def run_libfuzzer_step(a, state, info, seconds, build_dir):
         entry.update(corpus_merge.merge_new_inputs(
             binary, target, corpus_dir, entry["work_corpus"], out_dir=a.out,
             run_id=f"{build}-{target}", rss_limit_mb=rss, timeout=max(120, seconds)))
+    groups = crash_triage.group_by_signature(binary, target, entry["artifacts"], out_dir=a.out,
+                                             rss_limit_mb=rss)
     crashes = []
-    for artifact in entry["artifacts"]:
+    for signature, artifacts in groups.items():
         if child_process.STOP.requested:
             break
-        c = crash_triage.triage(binary, target, build, artifact, out_dir=a.out, repo=a.repo,
-                                moe_oracle=a.moe_oracle or "moe-oracle",
-                                minimize_runs=10000, minimize_seconds=min(60, seconds),
+        c = crash_triage.triage(binary, target, build, signature, artifacts, out_dir=a.out,
+                                moe_oracle=a.moe_oracle or "moe-oracle", minimize_runs=10000,
+                                minimize_seconds=min(30, max(5, seconds // 4)),
                                 rss_limit_mb=rss)
-        campaign_state.remember_signature(state, c["signature"])
+        campaign_state.remember_signature(state, signature)
         crashes.append(c)
     entry["crashes"] = crashes
+    if not child_process.STOP.requested:  # every artifact is triaged: the next run starts clean
+        shutil.rmtree(os.path.dirname(entry["artifacts"][0]) if entry["artifacts"] else "",
+                      ignore_errors=True)
     if child_process.STOP.requested:
         entry["status"] = "interrupted"
     return entry

@@ -39,7 +39,7 @@ def line_chart(series, *, title, x_label, y_label, width=520, height=220):
     def py(y):
         return top + ph - ph * y / y_max
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    out = [f'<svg width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
            f'<text x="{left}" y="16" class="t">{escape(title)}</text>']
     for i in range(5):

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""End-to-end test of the campaign runner on a toy libFuzzer target and a fake moe-oracle.
+
+Runs the real run_campaign.py with the real libFuzzer (-fork, -merge, -minimize_crash):
+  1. a full short campaign: report, deduplicated crash with reproducer, merged corpus;
+  2. a second campaign in the same folder: the same bug is reported as known, not new;
+  3. a campaign stopped by SIGTERM mid-fuzzing: state, report and corpus are whole, and
+     rerunning resumes it without redoing the finished steps.
+Exits 77 (ctest skip) when clang-14 with libFuzzer is not installed.
+
+usage: campaign_runner_test.py REPO
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+REPO = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "."
+RUNNER = os.path.join(REPO, "fuzz", "campaign", "run_campaign.py")
+HERE = os.path.join(REPO, "tests", "nightly")
+TOY_SIGNATURE = "moe-oracle: toy-planted-bug-E3-k1"
+ROUTER_SIGNATURE = "moe-oracle: scalar-logits-tie-E5-k2"
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def campaign_cmd(tmp, out, routers="scalar-probs,scalar-logits,avx512-logits",
+                 builds=True):
+    cmd = [sys.executable, RUNNER, "--budget", "8", "--out", out, "--corpus-root",
+           os.path.join(tmp, "corpus"), "--moe-oracle", os.path.join(HERE, "fake_moe_oracle.py"),
+           "--routers", routers, "--targets", "fuzz_route", "--cores", "2", "--seed", "7"]
+    if builds:
+        cmd += ["--fuzz-build", f"toy={tmp}/toy"]
+    return cmd
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def no_merge_leftovers(tmp):
+    return not [n for n in os.listdir(os.path.join(tmp, "corpus")) if n.startswith(".")]
+
+
+def full_campaign(tmp):
+    out = os.path.join(tmp, "out")
+    run = subprocess.run(campaign_cmd(tmp, out), capture_output=True, text=True, timeout=300)
+    check(run.returncode == 1, f"new violations must exit 1, got {run.returncode}: "
+          f"{run.stderr[-2000:]}")
+    r = load(os.path.join(out, "report.json"))
+    check(r["complete"] and not r["pending"], "campaign incomplete")
+    status = {x["router"]: x["status"] for x in r["routers"]}
+    check(status == {"scalar-probs": "clean", "scalar-logits": "violation",
+                     "avx512-logits": "unavailable"}, f"router statuses {status}")
+    t = r["targets"][0]
+    check(t["execs"] > 1000 and t["features"] > 0 and len(t["series"]) >= 2,
+          f"libFuzzer figures missing: {t}")
+    sigs = {v["signature"]: v for v in r["violations"]}
+    check(ROUTER_SIGNATURE in sigs, "router violation not reported")
+    router_rep = os.path.join(out, sigs[ROUTER_SIGNATURE]["reproducer"])
+    check(os.path.isfile(router_rep), "router reproducer not copied beside the report")
+    check(TOY_SIGNATURE in sigs, f"planted crash not found: {list(sigs)}")
+    toy = sigs[TOY_SIGNATURE]
+    check(len([v for v in r["violations"] if v["signature"] == TOY_SIGNATURE]) == 1,
+          "crashes not deduplicated")
+    check(toy["input_bytes"] == 3, f"crash not minimised to 'MoE': {toy['input_bytes']} bytes")
+    check(toy["reproducer"].endswith(".json") and os.path.isfile(
+        os.path.join(out, toy["reproducer"])), "crash reproducer JSON not kept")
+    corpus = os.path.join(tmp, "corpus", "fuzz_route")
+    check(t["added"] > 0 and len(os.listdir(corpus)) == t["corpus_files"],
+          "new inputs not merged into the corpus")
+    check(no_merge_leftovers(tmp), "merge temp folder left behind")
+    check(not os.path.exists(os.path.join(out, "work", "artifacts", "toy-fuzz_route")),
+          "triaged artifacts left to be triaged again")
+    with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+        html = f.read()
+    check(TOY_SIGNATURE in html and "<svg" in html, "HTML report lacks the crash or the plot")
+    return r["campaign_id"]
+
+
+def second_campaign_knows_the_bug(tmp, first_id):
+    out = os.path.join(tmp, "out")
+    run = subprocess.run(campaign_cmd(tmp, out, routers="scalar-logits", builds=False),
+                         capture_output=True, text=True, timeout=120)
+    check(run.returncode == 0, f"a known violation must not fail the night: {run.returncode}")
+    r = load(os.path.join(out, "report.json"))
+    check(r["campaign_id"] != first_id, "a finished campaign must not be resumed")
+    v = [x for x in r["violations"] if x["signature"] == ROUTER_SIGNATURE]
+    check(len(v) == 1 and not v[0]["new"] and v[0]["first_seen"] == first_id,
+          f"known bug not recognised: {v}")
+
+
+def interrupted_campaign_resumes(tmp):
+    out = os.path.join(tmp, "out-interrupted")
+    child = subprocess.Popen(campaign_cmd(tmp, out), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the routers, then stop mid-libFuzzer
+        state = load(os.path.join(out, "state.json")) if os.path.exists(
+            os.path.join(out, "state.json")) else {}
+        if len(state.get("steps", {})) == 3:
+            break
+        time.sleep(0.2)
+    time.sleep(2.0)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    check(child.returncode == 128 + signal.SIGTERM, f"SIGTERM exit {child.returncode}: {err}")
+    r = load(os.path.join(out, "report.json"))
+    check(r["interrupted"] and not r["complete"], "report does not say it was interrupted")
+    check(r["pending"] == ["libfuzzer:toy:fuzz_route"], f"pending {r['pending']}")
+    check(not load(os.path.join(out, "state.json"))["complete"], "state marked complete")
+    check(no_merge_leftovers(tmp), "corpus has a half-done merge")
+    router_log = os.path.join(out, "logs", "router-scalar-probs.log")
+    before = os.path.getmtime(router_log)
+    run = subprocess.run(campaign_cmd(tmp, out), capture_output=True, text=True, timeout=300)
+    check("resuming campaign" in run.stderr, f"did not resume: {run.stderr[-1000:]}")
+    check(os.path.getmtime(router_log) == before, "a finished step was run again")
+    r2 = load(os.path.join(out, "report.json"))
+    check(r2["complete"] and r2["campaign_id"] == r["campaign_id"] and r2["resumed"] == 1,
+          "resumed campaign did not complete as the same campaign")
+
+
+def main():
+    clang = shutil.which("clang-14") or shutil.which("clang")
+    if not clang:
+        print("SKIP: clang-14 with libFuzzer is not installed (scripts/setup-deps)")
+        return SKIP
+    with tempfile.TemporaryDirectory(prefix="moe-campaign-") as tmp:
+        os.makedirs(os.path.join(tmp, "toy", "bin"))
+        build = subprocess.run([clang, "-g", "-O1", "-fsanitize=fuzzer,address",
+                                os.path.join(HERE, "toy_fuzz_target.c"), "-o",
+                                os.path.join(tmp, "toy", "bin", "fuzz_route")],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            print(f"SKIP: cannot link a libFuzzer target with {clang}: {build.stderr[-500:]}")
+            return SKIP
+        first = full_campaign(tmp)
+        print("ok: full campaign")
+        second_campaign_knows_the_bug(tmp, first)
+        print("ok: second campaign knows the bug")
+        interrupted_campaign_resumes(tmp)
+        print("ok: SIGTERM leaves state whole and the rerun resumes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

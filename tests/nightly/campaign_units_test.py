@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Unit tests of the campaign runner's parts that need no fuzzer: log parsing, crash
+signatures, atomic files, state/resume decisions, dedup in the report, the SVG axes.
+
+usage: campaign_units_test.py REPO
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "."
+sys.path.insert(0, os.path.join(REPO, "fuzz", "campaign"))
+
+import atomic_io  # noqa: E402
+import campaign_state  # noqa: E402
+import crash_triage  # noqa: E402
+import libfuzzer_log  # noqa: E402
+import report_model  # noqa: E402
+import svg_plot  # noqa: E402
+
+
+class LibFuzzerLogTest(unittest.TestCase):
+    def test_plain_status_line(self):
+        s = libfuzzer_log.parse_status_line(
+            "#4096\tpulse  cov: 120 ft: 340 corp: 25/1034b lim: 43 exec/s: 2048 rss: 41Mb")
+        self.assertEqual(s, {"execs": 4096, "cov": 120, "ft": 340, "corp": 25, "exec_s": 2048,
+                             "rss_mb": 41})
+
+    def test_fork_status_line(self):
+        s = libfuzzer_log.parse_status_line(
+            "#52000: cov: 130 ft: 388 corp: 31 exec/s 5200 oom/timeout/crash: 0/1/3 time: 10s "
+            "job: 4 dft_time: 0")
+        self.assertEqual((s["execs"], s["ft"], s["corp"], s["exec_s"], s["time"]),
+                         (52000, 388, 31, 5200, 10))
+        self.assertEqual((s["ooms"], s["timeouts"], s["crashes"]), (0, 1, 3))
+
+    def test_other_lines_are_ignored(self):
+        for line in ("INFO: Seed: 1", "==1== ERROR: AddressSanitizer: heap-buffer-overflow",
+                     "#0 0x5555 in main foo.c:3", "", "#12 bogus", "\xff\xfe"):
+            self.assertIsNone(libfuzzer_log.parse_status_line(line), line)
+
+    def test_summary_uses_wall_time_and_done_line(self):
+        log = libfuzzer_log.LogSummary()
+        log.feed("#10\tINITED cov: 3 ft: 4 corp: 1/1b exec/s: 0 rss: 30Mb", 0.5)
+        log.feed("#2000\tNEW    cov: 5 ft: 9 corp: 2/3b lim: 4 exec/s: 1000 rss: 31Mb", 2.0)
+        log.feed("Done 4000 runs in 4 second(s)", 4.0)
+        s = log.summary(4.0)
+        self.assertEqual((s["execs"], s["execs_per_s"], s["features"]), (4000, 1000.0, 9))
+        self.assertEqual(s["series"], [[0.5, 10, 4, 3, 1], [2.0, 2000, 9, 5, 2]])
+
+    def test_series_is_thinned_keeping_ends(self):
+        log = libfuzzer_log.LogSummary()
+        for i in range(1000):
+            log.feed(f"#{i + 1}\tpulse cov: 1 ft: {i} corp: 1/1b exec/s: 1", float(i))
+        series = log.summary(1000.0)["series"]
+        self.assertEqual(len(series), 200)
+        self.assertEqual((series[0][2], series[-1][2]), (0, 999))
+
+
+class SignatureTest(unittest.TestCase):
+    def test_moe_oracle_line_wins(self):
+        text = ("...\nmoe-oracle: avx2-probs-kept-set-E13-k3\n"
+                "SUMMARY: AddressSanitizer: heap-buffer-overflow a.cc:3:1 in f\n")
+        self.assertEqual(crash_triage.signature_from_output("fuzz_route", "crash", text),
+                         "moe-oracle: avx2-probs-kept-set-E13-k3")
+
+    def test_asan_summary(self):
+        text = "SUMMARY: AddressSanitizer: heap-buffer-overflow /x/route.cc:41:7 in moe::pick\n"
+        self.assertEqual(crash_triage.signature_from_output("fuzz_route", "crash", text),
+                         "fuzz_route-address-heap-buffer-overflow-moe::pick")
+
+    def test_ubsan_runtime_error(self):
+        text = "/x/src/gates.cc:88:12: runtime error: signed integer overflow\n"
+        self.assertEqual(crash_triage.signature_from_output("fuzz_gates", "crash", text),
+                         "fuzz_gates-ubsan-gates.cc:88")
+
+    def test_timeout_and_oom_and_unknown(self):
+        sig = crash_triage.signature_from_output
+        self.assertEqual(sig("fuzz_layer", "timeout", "ALARM"), "fuzz_layer-timeout")
+        self.assertEqual(sig("fuzz_vectors", "crash", "==9== ERROR: libFuzzer: out-of-memory"),
+                         "fuzz_vectors-oom")
+        self.assertEqual(sig("t", "crash", "nothing useful"), "t-crash-unclassified")
+
+
+class AtomicIoTest(unittest.TestCase):
+    def test_round_trip_and_corrupt_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.json")
+            atomic_io.write_json(path, {"a": [1, 2]})
+            self.assertEqual(atomic_io.read_json(path), {"a": [1, 2]})
+            self.assertEqual(os.listdir(d), ["x.json"])  # no temp file left behind
+            with open(path, "w") as f:
+                f.write('{"a": [1,')  # as if torn
+            self.assertEqual(atomic_io.read_json(path, "fresh"), "fresh")
+            self.assertEqual(atomic_io.read_json(os.path.join(d, "missing"), 7), 7)
+
+
+class StateTest(unittest.TestCase):
+    def test_unfinished_campaign_is_resumed_finished_one_is_not(self):
+        with tempfile.TemporaryDirectory() as d:
+            plan = ["router:a", "libfuzzer:asan:t"]
+            s, resumed = campaign_state.load_or_start(d, budget_s=10, seed=3, plan=plan)
+            self.assertFalse(resumed)
+            campaign_state.remember_signature(s, "moe-oracle: a-x-E1-k1")
+            campaign_state.finish_step(d, s, "router:a", {"router": "a"})
+            again, resumed = campaign_state.load_or_start(d, budget_s=10, seed=9, plan=plan)
+            self.assertTrue(resumed)
+            self.assertEqual((again["seed"], list(again["steps"])), (3, ["router:a"]))
+            campaign_state.complete(d, again, {"violations": 1})
+            fresh, resumed = campaign_state.load_or_start(d, budget_s=10, seed=9, plan=plan)
+            self.assertFalse(resumed)
+            self.assertEqual(fresh["steps"], {})
+            self.assertIn("moe-oracle: a-x-E1-k1", fresh["known_signatures"])
+            self.assertFalse(campaign_state.remember_signature(fresh, "moe-oracle: a-x-E1-k1"))
+            self.assertTrue(campaign_state.remember_signature(fresh, "moe-oracle: b-y-E2-k1"))
+
+    def test_changed_plan_starts_afresh(self):
+        with tempfile.TemporaryDirectory() as d:
+            s, _ = campaign_state.load_or_start(d, budget_s=10, seed=3, plan=["router:a"])
+            campaign_state.save(d, s)
+            _, resumed = campaign_state.load_or_start(d, budget_s=10, seed=3, plan=["router:b"])
+            self.assertFalse(resumed)
+
+
+class ReportModelTest(unittest.TestCase):
+    def test_violations_are_deduplicated_by_signature(self):
+        state = {"campaign_id": "C2", "started": "t", "budget_s": 5, "seed": 1,
+                 "known_signatures": {"sig-a": "C1", "sig-b": "C2"},
+                 "plan": ["router:r", "libfuzzer:asan:t", "libfuzzer:fast:t"], "steps": {
+                     "router:r": {"router": "r", "cases": 5, "verdicts": {
+                         "exact": 4, "acceptable": 0, "violation": 1},
+                         "violations": [{"signature": "sig-a", "kind": "k"}]},
+                     "libfuzzer:asan:t": {"target": "t", "build": "asan", "execs": 100,
+                                          "added": 2, "crashes": [
+                                              {"signature": "sig-b", "count": 3,
+                                               "input_bytes": 9, "input": "big"}]},
+                     "libfuzzer:fast:t": {"target": "t", "build": "fast", "execs": 50,
+                                          "crashes": [{"signature": "sig-b", "count": 2,
+                                                       "input_bytes": 4, "input": "small"}]}}}
+        r = report_model.build(state, interrupted=False)
+        self.assertEqual([v["signature"] for v in r["violations"]], ["sig-b", "sig-a"])
+        b = r["violations"][0]
+        self.assertEqual((b["count"], b["input"], b["new"]), (5, "small", True))
+        self.assertFalse(r["violations"][1]["new"])
+        self.assertEqual(r["totals"]["libfuzzer_execs"], 150)
+        self.assertEqual(r["totals"]["verdicts"], {"exact": 4, "acceptable": 0, "violation": 1})
+        self.assertEqual((r["totals"]["new_violations"], r["pending"]), (1, []))
+        json.dumps(r)  # the report must be serialisable as it is
+
+
+class SvgAxisTest(unittest.TestCase):
+    def test_axis_top_is_a_round_number_at_or_above_the_data(self):
+        for value, top in ((0, 1), (1, 1), (7, 8), (60, 60), (61, 80), (1234, 1500)):
+            self.assertEqual(svg_plot._nice_max(value), top, value)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
