@@ -6,28 +6,10 @@
 
 #include "moe/oracle/certified/big_float.hpp"
 #include "moe/oracle/routing.hpp"
+#include "real_reference.hpp"
 #include "scores.hpp"
 
 namespace moe::oracle {
-
-// A real number known by certified bounds, with the binary32 logit it came from: two equal
-// logits give exactly equal reals; otherwise the bounds must separate them.
-struct BoundedReal {
-  const certified::BigFloat* lower;
-  const certified::BigFloat* upper;
-  float source;
-};
-
-template <>
-struct Context<BoundedReal> {
-  static bool gtBool(const BoundedReal& x, const BoundedReal& y) {
-    if (x.source == y.source) return false;  // the same real number
-    if (mpfr_greater_p(x.lower->get(), y.upper->get())) return true;
-    if (mpfr_greater_p(y.lower->get(), x.upper->get())) return false;
-    throw std::runtime_error("bounds too wide to compare two different reals");
-  }
-  static bool isNaN(const BoundedReal&) { return false; }
-};
 
 namespace {
 
