@@ -1,0 +1,159 @@
+// The certified enclosures themselves: they contain a 512-bit reference, are at most 2^-60
+// wide, their binary32/binary64 values are the correct roundings, exactly representable
+// results come out exact, and bad rows are refused.
+#include <gtest/gtest.h>
+
+#include <bit>
+
+#include "moe/oracle/certified/gates.hpp"
+#include "real_reference.hpp"
+#include "scores.hpp"
+
+namespace moe::oracle::certified {
+namespace {
+
+using oracle::testing::Scenario;
+
+void expectCertifies(const Certified& c, const BigFloat& ref, const std::string& where) {
+  EXPECT_TRUE(oracle::testing::containsApproximation(c.range, ref))
+      << where << ": " << c.range.toString() << " misses " << ref.toString();
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(c.f32),
+            std::bit_cast<std::uint32_t>(mpfr_get_flt(ref.get(), MPFR_RNDN)))
+      << where;
+  EXPECT_EQ(c.f64, mpfr_get_d(ref.get(), MPFR_RNDN)) << where;
+  EXPECT_LE(c.range.relativeWidth(), std::ldexp(1.0, -60)) << where;
+  EXPECT_TRUE(c.range.contains(c.f64) || !c.range.isPoint()) << where;
+}
+
+TEST(SoftmaxEnclosure, ContainsThe512BitValueOnRandomRows) {
+  auto rng = oracle::testing::makeRng(61);
+  for (int n = 0; n < 300; ++n) {
+    auto l = oracle::testing::drawFloats(rng, 1 + oracle::testing::pickE(rng),
+                                         static_cast<Scenario>(n % 3));
+    if (n % 5 == 0) l[0] = -INFINITY;
+    if (std::all_of(l.begin(), l.end(), [](float x) { return std::isinf(x); })) l.back() = 1.0f;
+    const auto p = softmaxEnclosure(l);
+    const auto ref = oracle::testing::softmax512(l);
+    for (std::size_t i = 0; i < l.size(); ++i)
+      expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+    if (HasFailure()) return;
+  }
+}
+
+TEST(SoftmaxEnclosure, LargeRowOf4096) {
+  auto rng = oracle::testing::makeRng(62);
+  const auto l = oracle::testing::drawFloats(rng, 4096, Scenario::kNormal);
+  const auto p = softmaxEnclosure(l);
+  const auto ref = oracle::testing::softmax512(l);
+  for (std::size_t i = 0; i < l.size(); i += 97)
+    expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+}
+
+TEST(KeptGatesEnclosure, ContainsThe512BitValueForAnyKeptSet) {
+  auto rng = oracle::testing::makeRng(63);
+  for (int n = 0; n < 500; ++n) {
+    const auto l = oracle::testing::drawFloats(rng, 1 + rng() % 70, Scenario::kNormal);
+    std::vector<std::size_t> set(l.size());
+    std::iota(set.begin(), set.end(), std::size_t{0});
+    std::shuffle(set.begin(), set.end(), rng);
+    set.resize(1 + rng() % l.size());
+    const auto g = keptGatesEnclosure(l, set);
+    std::vector<float> sub;
+    for (std::size_t j : set) sub.push_back(l[j]);
+    const auto ref = oracle::testing::softmax512(sub);  // the gates of S: softmax over S
+    for (std::size_t t = 0; t < set.size(); ++t)
+      expectCertifies(g[t], ref[t], "t=" + std::to_string(t));
+    if (HasFailure()) return;
+  }
+}
+
+TEST(KnownValues, EqualLogitsGiveExactFractions) {
+  const std::vector<float> two{0.0f, 0.0f};
+  for (const auto& c : softmaxEnclosure(two)) {
+    EXPECT_TRUE(c.range.isPoint());
+    EXPECT_EQ(c.f32, 0.5f);
+    EXPECT_EQ(c.f64, 0.5);
+  }
+  const std::vector<float> four{-0.0f, 0.0f, -0.0f, 0.0f};
+  for (const auto& c : softmaxEnclosure(four)) EXPECT_EQ(c.f64, 0.25);
+  const std::vector<float> three{7.5f, 7.5f, 7.5f};
+  for (const auto& c : softmaxEnclosure(three)) {
+    EXPECT_EQ(c.f32, 1.0f / 3.0f);
+    EXPECT_EQ(c.f64, 1.0 / 3.0);
+  }
+}
+
+TEST(KnownValues, ASingleKeptExpertHasGateExactlyOne) {
+  const std::vector<float> l{-3.0f, 42.0f, 1e-30f, -INFINITY};
+  const auto g = gatesEnclosure(1, l);
+  EXPECT_TRUE(g[1].range.isPoint());
+  EXPECT_EQ(g[1].f32, 1.0f);
+  for (std::size_t e : {0u, 2u, 3u}) EXPECT_EQ(g[e].f64, 0.0);
+  const std::vector<std::size_t> only{3};
+  EXPECT_THROW(keptGatesEnclosure(l, only), SpecError);  // exp(-inf) / exp(-inf)
+}
+
+// softmax [1, 0] = 1 / (1 + e^-1), the logistic function at 1, whose decimal expansion is
+// 0.73105857863000487925115924182183627436514464016505651927636590..., and
+// softmax [0, -inf] = [1, 0] exactly.
+TEST(KnownValues, LogisticAtOne) {
+  const std::vector<float> l{1.0f, 0.0f};
+  const auto p = softmaxEnclosure(l);
+  BigFloat known(200);
+  mpfr_set_str(known.get(), "0.73105857863000487925115924182183627436514464016505651927636590", 10,
+               MPFR_RNDN);
+  EXPECT_TRUE(p[0].range.contains(known)) << p[0].range.toString();
+  EXPECT_EQ(p[0].f64, 0.7310585786300049);
+  EXPECT_EQ(p[0].f32, 0.731058598f);
+  const std::vector<float> minusInf{0.0f, -INFINITY};
+  const auto q = softmaxEnclosure(minusInf);
+  EXPECT_TRUE(q[0].range.isPoint());
+  EXPECT_EQ(q[0].f64, 1.0);
+  EXPECT_TRUE(q[1].range.isPoint());
+  EXPECT_EQ(q[1].f64, 0.0);
+}
+
+// A logit so far below the maximum that MPFR underflows: the bounds stay valid ([0, tiny])
+// and both round to 0.
+TEST(KnownValues, ExtremeRangeUnderflowsSafely) {
+  const std::vector<float> l{3e38f, -3e38f};
+  const auto p = softmaxEnclosure(l);
+  EXPECT_EQ(p[0].f64, 1.0);
+  EXPECT_EQ(p[1].f64, 0.0);
+  EXPECT_EQ(mpfr_sgn(p[1].range.lower.get()), 0);
+}
+
+TEST(ZivLoop, RefinesFromALowStartPrecisionAndCountsLevels) {
+  resetZivStats();
+  EnclosureOptions low;
+  low.startPrecision = 20;  // too coarse for 2^-60: forces at least two refinements
+  const std::vector<float> l{0.1f, 0.2f, -0.3f};
+  const auto p = softmaxEnclosure(l, low);
+  const auto ref = oracle::testing::softmax512(l);
+  for (std::size_t i = 0; i < l.size(); ++i)
+    expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+  const ZivStats stats = zivStats();
+  EXPECT_EQ(stats.total(), 1u);
+  EXPECT_EQ(stats.decidedAtLevel[0], 0u);
+  softmaxEnclosure(l);
+  EXPECT_EQ(zivStats().decidedAtLevel[0], 1u);
+}
+
+TEST(BadInput, RowsThatAreNotRealAndBadKeptSets) {
+  const std::vector<float> nan{0.0f, NAN};
+  try {
+    softmaxEnclosure(nan);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("logit 1 is NaN"), std::string::npos) << e.what();
+  }
+  const std::vector<float> l{0.0f, 1.0f, 2.0f};
+  EXPECT_THROW(keptGatesEnclosure(l, std::vector<std::size_t>{0, 0}), SpecError);
+  EXPECT_THROW(keptGatesEnclosure(l, std::vector<std::size_t>{3}), SpecError);
+  EXPECT_TRUE(keptGatesEnclosure(l, std::vector<std::size_t>{}).empty());
+  EXPECT_TRUE(softmaxEnclosure(std::vector<float>{}).empty());
+  EXPECT_TRUE(isRealRow(std::vector<float>{}));
+}
+
+}  // namespace
+}  // namespace moe::oracle::certified
