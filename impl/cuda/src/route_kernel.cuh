@@ -1,0 +1,127 @@
+// Fused softmax + top-k routing on probabilities (Mixtral's rule), one warp per token.
+//
+// Layout: lane l of the warp holds experts l, l + 32, l + 64, ... in registers (coalesced
+// loads), V = ceil(E / 32) rounded up to a power of two, so E <= 1024.
+// Per token:
+//   1. m = max of the logits (warp reduction); a NaN or +inf logit, or m = -inf, makes the
+//      row non-finite: ids 0..kk-1 and NaN gates, as the binary32 spec gives (all
+//      probabilities NaN, every expert ties, lower index wins) and as the CPU routers do.
+//   2. e_i = expf(x_i - m), sum by a butterfly reduction (every lane gets the same bits),
+//      p_i = e_i / sum (IEEE division).
+//   3. kk = min(k, E) rounds of a warp argmax over (p, index): higher p wins, an exact tie
+//      goes to the lower index. -0 == +0 falls out of IEEE comparison (and p >= +0 anyway).
+//      -inf logits give p = 0 and are kept only after every positive one, in index order.
+//   4. gates = p / (sum of the kept p, added in rank order).
+// No step depends on other tokens, so results are batch invariant bit for bit.
+#pragma once
+
+#include <cstdint>
+
+namespace moe::cuda::detail {
+
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = 4;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// (value, index) a beats (value, index) b: greater value, or an exact tie and lower index.
+__device__ __forceinline__ bool beats(float av, int ai, float bv, int bi) {
+  return av > bv || (av == bv && ai < bi);
+}
+
+template <int V>
+__global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
+    routeProbsKernel(std::int32_t tokens, std::int32_t experts, std::int32_t k,
+                     const float* __restrict__ logits, std::int32_t* __restrict__ ids,
+                     float* __restrict__ gates) {
+  const std::int64_t token =
+      static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (token >= tokens) return;  // uniform across the warp: one warp, one token
+  const float* row = logits + token * experts;
+  std::int32_t* out_ids = ids + token * k;
+  float* out_gates = gates + token * k;
+  const int kept_count = k < experts ? k : experts;
+
+  float v[V];
+  unsigned unavailable = 0;  // bit j: slot j of this lane holds no expert, or was taken
+  bool nonfinite = false;
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int index = lane + kWarp * j;
+    if (index < experts) {
+      v[j] = row[index];
+      nonfinite |= (v[j] != v[j]) || v[j] == INFINITY;
+      m = fmaxf(m, v[j]);
+    } else {
+      v[j] = -INFINITY;
+      unavailable |= 1u << j;
+    }
+  }
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+  nonfinite = __any_sync(kFullMask, nonfinite) || m == -INFINITY;
+  if (nonfinite) {
+    for (int s = lane; s < k; s += kWarp) {
+      out_ids[s] = s < kept_count ? s : -1;
+      out_gates[s] = s < kept_count ? __int_as_float(0x7fc00000) : 0.0f;
+    }
+    return;
+  }
+
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (!(unavailable & (1u << j))) {
+      v[j] = expf(v[j] - m);
+      sum += v[j];
+    }
+  }
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    sum += __shfl_xor_sync(kFullMask, sum, offset);
+#pragma unroll
+  for (int j = 0; j < V; ++j) v[j] = v[j] / sum;
+
+  float kept_sum = 0.0f;
+  for (int s = 0; s < kept_count; ++s) {
+    // This lane's best untaken expert; within a lane indices grow with j, so a strict >
+    // keeps the lower index on ties.
+    float best = -1.0f;  // below every probability, so an exhausted lane never wins
+    int best_index = 0x7fffffff;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (!(unavailable & (1u << j)) && v[j] > best) {
+        best = v[j];
+        best_index = lane + kWarp * j;
+      }
+    }
+#pragma unroll
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(kFullMask, best, offset);
+      const int other_index = __shfl_xor_sync(kFullMask, best_index, offset);
+      if (beats(other, other_index, best, best_index)) {
+        best = other;
+        best_index = other_index;
+      }
+    }
+    // Every lane now holds the same winner (a strict total order has one maximum).
+    if (lane == (best_index & (kWarp - 1))) unavailable |= 1u << (best_index / kWarp);
+    kept_sum += best;
+    if (lane == (s & (kWarp - 1))) {
+      out_ids[s] = best_index;
+      out_gates[s] = best;  // the probability for now; divided below by the same lane
+    }
+  }
+  for (int s = lane; s < k; s += kWarp) {
+    if (s < kept_count) {
+      out_gates[s] = out_gates[s] / kept_sum;
+    } else {
+      out_ids[s] = -1;
+      out_gates[s] = 0.0f;
+    }
+  }
+}
+
+}  // namespace moe::cuda::detail
