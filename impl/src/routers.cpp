@@ -24,13 +24,14 @@ int routeWith(int32_t tokens, int32_t experts, int32_t k, const float* logits, i
   return detail::runRows(kRows, tokens, experts, k, logits, ids, gates, threads);
 }
 
-// exp_max_ulp: glibc's expf (scalar) and Highway's Exp (every SIMD target), measured over
-// every argument x - max can take (tests/impl/exp_ulp_test.cpp checks these bounds).
-constexpr double kHostExpUlp = 0.51;
-constexpr double kHwyExpUlp = 2.0;
+// exp_max_ulp: glibc's expf (scalar; 0.5016 measured, 0.502 documented by glibc) and
+// Highway's Exp (1.0316 measured on AVX-512 over every float in [-104, 0], all arguments
+// x - max can take below the underflow to 0; tests/impl/exp_ulp_test.cpp re-checks it).
+constexpr double kHostExpUlp = 0.502;
+constexpr double kHwyExpUlp = 1.04;
 // gate ulp: docs/impl.md, "Gate budget". scalar-probs is the binary32 spec itself.
 constexpr int kScalarProbsGateUlp = 0;
-constexpr int kGateUlp = 24;
+constexpr int kGateUlp = 39;
 
 struct Entry {
   detail::ContractFacts facts;

@@ -1,0 +1,96 @@
+// The exp each router uses, against the correctly rounded exp, over every argument a
+// router passes it: x - max lies in [-inf, 0], and below -103.98 the result rounds to 0.
+// The maximum error found must not exceed the contract's exp_max_ulp.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "moe/detail/route_kernels.hpp"
+#include "moe/routers.hpp"
+#include "route_reference.hpp"
+
+namespace moe::test {
+namespace {
+
+using ExpFn = std::function<void(const float*, float*, size_t)>;
+
+// Error in ulp of the binary32 result y against exp(x), computed in double (glibc's exp
+// is within 1 ulp of double, 2^-29 of a binary32 ulp: far below what is measured).
+double ulpError(float x, float y) {
+  const double exact = std::exp(double(x));
+  return std::fabs(double(y) - exact) / ulp32(exact);
+}
+
+struct Sweep {
+  double maxUlp = 0;
+  float worstX = 0;
+};
+
+// Every `stride`-th float from `lo` up to `hi` (both <= 0), walked by bit pattern.
+Sweep sweep(const ExpFn& exp, float lo, float hi, uint32_t stride) {
+  std::vector<float> xs;
+  const uint32_t from = std::bit_cast<uint32_t>(lo), to = std::bit_cast<uint32_t>(hi);
+  for (uint32_t b = from; b >= to && b <= from; b -= stride) xs.push_back(std::bit_cast<float>(b));
+  std::vector<float> ys(xs.size());
+  exp(xs.data(), ys.data(), xs.size());
+  Sweep s;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = ulpError(xs[i], ys[i]);
+    if (e > s.maxUlp) {
+      s.maxUlp = e;
+      s.worstX = xs[i];
+    }
+  }
+  return s;
+}
+
+double claimedExpUlp(const char* router) {
+  return nlohmann::json::parse(findRouter(router)->contract_json)["exp_max_ulp"].get<double>();
+}
+
+void checkExp(const char* router, const ExpFn& exp) {
+  // Whole range, sampled by bit pattern (stride 61: ~18 million points, all exponents and
+  // well-mixed mantissas), plus every float in the gradual-underflow band [-104, -87].
+  const Sweep wide = sweep(exp, -104.0f, -0.0f, 61);
+  const Sweep tail = sweep(exp, -104.0f, -87.0f, 1);
+  const Sweep worst = wide.maxUlp > tail.maxUlp ? wide : tail;
+  std::printf("%s: exp max error %.4f ulp at x = %a\n", router, worst.maxUlp, worst.worstX);
+  EXPECT_LE(worst.maxUlp, claimedExpUlp(router)) << "at x = " << worst.worstX;
+  // Special arguments: exp(-0) = 1, exp(-inf) = 0.
+  const float specials[] = {-0.0f, -INFINITY};
+  float out[2];
+  exp(specials, out, 2);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+TEST(ExpUlp, HostExpfOfTheScalarRouters) {
+  checkExp("scalar-probs", [](const float* x, float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+  });
+}
+
+TEST(ExpUlp, HighwayExpAvx2) {
+  if (!detail::cpuHasAvx2()) GTEST_SKIP() << "this CPU lacks AVX2";
+  checkExp("avx2-probs", detail::avx2Exp);
+}
+
+TEST(ExpUlp, HighwayExpAvx512) {
+  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  checkExp("avx512-probs", detail::avx512Exp);
+}
+
+TEST(ExpUlp, HighwayExpDispatched) {
+  std::printf("auto dispatches to %s\n", detail::autoTargetName());
+  checkExp("auto-probs", detail::autoExp);
+}
+
+}  // namespace
+}  // namespace moe::test
