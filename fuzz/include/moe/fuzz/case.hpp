@@ -1,0 +1,82 @@
+// One routing case: a batch of logits plus the knobs that pick the implementation path.
+// Decoded ONCE from libFuzzer bytes or generated from a seed (the same decoder, fed by a
+// seeded byte stream), then run on every router and judged in one place.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace moe::fuzz {
+
+// Shape limits of the generator (issue 4): E in [1, 1024], k in [0, E+1], T in [1, 64].
+inline constexpr int32_t kMaxExperts = 1024;
+inline constexpr int32_t kMaxTokens = 64;
+// tokens * experts is capped so that one case stays cheap (a libFuzzer exec, a campaign
+// step); large E then comes with small T.
+inline constexpr int32_t kMaxLogits = 4096;
+
+struct Case {
+  int32_t tokens = 1;
+  int32_t experts = 1;
+  int32_t k = 1;
+  std::vector<float> logits;  // tokens * experts, row-major; bit patterns preserved
+  int32_t threads = 1;        // passed to built-in routers (0 = all cores)
+  int32_t split = 0;          // batch split point in [0, tokens] for the invariance check
+  uint8_t variant = 0;        // modifier channel: which router a multi-router target runs
+  bool allowNaN = false;      // NaN logits kept (out-of-domain checks) or replaced
+
+  std::span<const float> row(int32_t t) const {
+    return {logits.data() + static_cast<size_t>(t) * experts, static_cast<size_t>(experts)};
+  }
+};
+
+// Where the decoder's choices come from: libFuzzer bytes (zeros once exhausted) or a PRNG.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint8_t u8() = 0;
+  uint16_t u16() { return static_cast<uint16_t>(u8() | (u8() << 8)); }
+  uint32_t u32() { return static_cast<uint32_t>(u16()) | (static_cast<uint32_t>(u16()) << 16); }
+};
+
+class SpanSource final : public ByteSource {
+ public:
+  explicit SpanSource(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  uint8_t u8() override { return pos_ < bytes_.size() ? bytes_[pos_++] : 0; }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+};
+
+// splitmix64: tiny, fast, and fully determined by the printed seed.
+class SeededSource final : public ByteSource {
+ public:
+  explicit SeededSource(uint64_t seed) : state_(seed) {}
+  uint64_t next64();
+  uint8_t u8() override;
+
+ private:
+  uint64_t state_;
+  uint64_t buffer_ = 0;
+  int left_ = 0;
+};
+
+// The decoder (byte layout in docs/fuzz.md). Always yields a valid case.
+Case decodeCase(ByteSource& source);
+Case decodeCase(std::span<const uint8_t> bytes);
+// Bytes that decode to exactly `c` (used by the structure-keeping custom mutator).
+std::vector<uint8_t> encodeCase(const Case& c);
+
+// The binary32 values the generator mixes in: ±0, ±inf, FLT_MAX, the smallest subnormal,
+// values around expf's overflow point 88.72, 2^-30 (design.md §1's near-tie), ...
+std::span<const float> specialPool();
+
+nlohmann::json caseToJSON(const Case& c);
+// Throws std::invalid_argument on a malformed or out-of-limits case.
+Case caseFromJSON(const nlohmann::json& j);
+
+}  // namespace moe::fuzz

@@ -1,0 +1,32 @@
+// One report format and one stable signature line (style.md, "For moe-oracle" 3 and 4):
+// the report is built only on failure, printed once, and ends in
+//   moe-oracle: <router>-<kind>-E<E>-k<k>
+// so crashes and campaign findings deduplicate on that line.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "moe/fuzz/case.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
+
+namespace moe::fuzz {
+
+std::string signatureLine(std::string_view router, std::string_view kind, int32_t experts,
+                          int32_t k);
+// The x86 feature flags that pick SIMD paths (from /proc/cpuinfo), for reproduction.
+std::string cpuFlags();
+
+// Everything needed to reproduce a violation: the case JSON, the router's output, the
+// offending token's logits in decimal and hex with rank and kept status, exact vs actual
+// gates, the margin at the kept boundary, CPU flags; the last line is the signature.
+std::string mismatchReport(const Router& router, const Case& c, const CaseResult& result);
+
+// A golden-vector file (Wycheproof layout) holding one RouterReproducer test.
+nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseResult& result,
+                              const nlohmann::json& provenance);
+
+}  // namespace moe::fuzz

@@ -1,0 +1,51 @@
+// Golden-vector / reproducer JSON (Wycheproof's layout, shared with lean-traces/): loading,
+// validating, replaying and explaining. Group types other than RoutingTest and
+// RouterReproducer are skipped, and the replay says so.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moe/fuzz/case.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
+
+namespace moe::fuzz {
+
+// Reads and parses a file; throws std::runtime_error naming the path and the problem.
+nlohmann::json loadVectorFile(const std::string& path);
+// Throws std::invalid_argument naming the first thing that breaks the layout.
+void checkVectorLayout(const nlohmann::json& file);
+
+// A RoutingTest entry: one token.
+struct RoutingVector {
+  int64_t tcId = 0;
+  std::string result;  // valid | acceptable | invalid
+  int32_t k = 0;
+  std::vector<float> logits;
+  std::optional<std::vector<int64_t>> ranks, keptExperts;
+  std::optional<std::vector<float>> exps32, probs32, gates32;
+};
+RoutingVector parseRoutingTest(const nlohmann::json& test);
+// A RouterReproducer entry as a case (tokens, experts, k, logits, threads, split).
+Case caseOfReproducer(const nlohmann::json& test);
+
+struct ReplaySummary {
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<std::string> lines;  // one per failure or skip, saying why
+};
+
+// Replays every test: RoutingTest against the oracle (and `impl` through the verdict when
+// given); RouterReproducer by re-judging the recorded output (it must still be the recorded
+// violation) and re-running `impl` or the named built-in router (it must not violate).
+ReplaySummary replayVectors(const nlohmann::json& file, const Router* impl,
+                            const VerdictConfig& config);
+
+// One case told for a person: each expert's logit, rank, kept or not, exact probability
+// and gate intervals, the implementation's output, the margins, the verdict and why.
+std::string explainVectors(const nlohmann::json& file, const Router* impl,
+                           const VerdictConfig& config);
+
+}  // namespace moe::fuzz

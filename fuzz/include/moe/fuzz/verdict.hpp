@@ -1,0 +1,86 @@
+// The one verdict: an implementation's output and contract against the spec, per token
+// (design.md §3). Decided the CGAL way: float comparisons first (exact), a binary64 filter
+// with a derived error bound next, MPFR enclosures from the oracle only when undecided;
+// LevelCounters says how often each level decided. Budgets are derived in docs/fuzz.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "moe/fuzz/case.hpp"
+#include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/router.hpp"
+
+namespace moe::fuzz {
+
+enum class Outcome { kExact = 0, kAcceptable = 1, kViolation = 2 };
+const char* outcomeName(Outcome o);
+
+struct Verdict {
+  Outcome outcome = Outcome::kExact;
+  std::string reason;       // acceptable: "near-tie-probabilities", "near-tie-order", "nonreal-row"
+  std::string kind;         // violation: "id-out-of-range", "tie-higher-index", "gate-error", ...
+  std::string certificate;  // the evidence, with numbers (hex and decimal)
+  int32_t token = -1;
+  double margin = 0;  // acceptable: worst (difference / budget) <= 1; violation: > 1
+};
+
+// Knobs the CLI exposes (--gate-factor, --gate-ulp, --no-analytic-floor).
+struct VerdictConfig {
+  std::optional<double> gateFactor;  // overrides the contract's spec32_factor
+  std::optional<double> gateUlp;     // overrides the contract's ulp
+  bool analyticFloor = true;         // add the derived first-order gate bound
+  bool checkBatchInvariance = true;  // when the contract claims it
+};
+
+struct LevelCounters {
+  uint64_t selectionFloat = 0;      // kept set/order decided by float comparisons alone
+  uint64_t selectionDouble = 0;     // a near-tie decided by the binary64 filter
+  uint64_t selectionCertified = 0;  // ... by MPFR enclosures
+  uint64_t selectionUndecided = 0;  // enclosures too wide: the router got the benefit
+  uint64_t gateDouble = 0;
+  uint64_t gateCertified = 0;
+  uint64_t gateUndecided = 0;
+};
+
+// The probability budget b_i of docs/fuzz.md: a bound on |q_i - p_i| for any router that
+// evaluates TorchLean's softmax in binary32 with an exp within c ulp of correct rounding:
+//   b_i = (|x_i - m| + 2E + 4c + 4) u p_i + (c + 2) 2^-149,   u = 2^-24.
+double probabilityBudget(double p, double absShift, int32_t experts, double expUlp);
+
+// The analytic gate floor of docs/fuzz.md for the gate of e in the router's kept set S:
+//   (|x_e - m| + max_{j in S} |x_j - m| + 2|S| + 4c + 8) u G + (E + 1)(|S| + 1)(c + 2) 2^-149.
+double gateFloor(double exactGate, double shiftE, double maxShiftS, int32_t keptCount,
+                 int32_t experts, double expUlp);
+
+// Judges one token's output (ids and gates: k slots each).
+Verdict judgeToken(std::span<const float> logits, int32_t k, std::span<const int32_t> ids,
+                   std::span<const float> gates, const Contract& contract,
+                   const VerdictConfig& config, LevelCounters& levels);
+
+struct CaseResult {
+  bool abstained = false;
+  std::string abstainReason;
+  RouteOutput output;
+  std::vector<Verdict> tokens;       // one per token (until the first violation)
+  std::optional<Verdict> violation;  // the first violation, if any
+  Outcome worst() const;
+};
+
+// Routes the case and judges every token; then, when the contract claims batch
+// invariance, reruns the token alone, the batch split at case.split and another thread
+// count, and requires the same bits.
+CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
+                     LevelCounters& levels);
+
+// Judges a recorded output (a reproducer's ids and gates) without calling any router.
+CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<const float> gates,
+                         const Contract& contract, const VerdictConfig& config,
+                         LevelCounters& levels);
+
+// True for rows whose spec values are real numbers: no NaN, no +inf, some logit > -inf.
+bool isRealRow(std::span<const float> logits);
+
+}  // namespace moe::fuzz

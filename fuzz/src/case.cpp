@@ -1,0 +1,240 @@
+#include "moe/fuzz/case.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "moe/fuzz/float_bits.hpp"
+
+namespace moe::fuzz {
+
+uint64_t SeededSource::next64() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint8_t SeededSource::u8() {
+  if (left_ == 0) {
+    buffer_ = next64();
+    left_ = 8;
+  }
+  uint8_t b = static_cast<uint8_t>(buffer_);
+  buffer_ >>= 8;
+  --left_;
+  return b;
+}
+
+std::span<const float> specialPool() {
+  static const std::array<float, 24> pool = {
+      0.0f,
+      -0.0f,
+      std::numeric_limits<float>::infinity(),
+      -std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::max(),
+      -std::numeric_limits<float>::max(),
+      std::numeric_limits<float>::denorm_min(),
+      -std::numeric_limits<float>::denorm_min(),
+      std::numeric_limits<float>::min(),
+      88.72283935546875f,     // largest x with expf(x) finite
+      88.7228469848632812f,   // smallest x with expf(x) = inf
+      -87.3365478515625f,     // expf(x) near FLT_MIN: the subnormal boundary
+      -103.972076416015625f,  // expf(x) near the smallest subnormal
+      0x1p-30f,
+      -0x1p-30f,
+      1.0f,
+      -1.0f,
+      0.5f,
+      2.0f,
+      0x1p-24f,
+      16.0f,
+      -16.0f,
+      100.0f,
+      -100.0f};
+  return pool;
+}
+
+namespace {
+
+float quietNaN() {
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+// One logit from the op byte (layout in docs/fuzz.md). `row` holds the values so far in
+// this token's row, `prevRow` the previous token's row (empty for token 0).
+float decodeLogit(ByteSource& src, std::span<const float> row, std::span<const float> prevRow,
+                  bool allowNaN) {
+  uint8_t op = src.u8();
+  float x;
+  switch (op % 8) {
+    case 0:
+    case 1:
+      x = floatOf(src.u32());  // raw bit pattern: every binade, sign and subnormal
+      break;
+    case 2:
+      x = static_cast<float>(static_cast<int8_t>(src.u8())) / 8.0f;  // small, tie-prone
+      break;
+    case 3: {
+      auto pool = specialPool();
+      x = pool[src.u8() % pool.size()];
+      break;
+    }
+    case 4:  // copy an earlier logit: an exact tie
+      x = row.empty() ? 0.0f : row[src.u8() % row.size()];
+      break;
+    case 5: {  // ±1 ulp of an earlier logit: a near-tie
+      float base = row.empty() ? 1.0f : row[src.u8() % row.size()];
+      x = (src.u8() & 1) ? nextUp(base) : nextDown(base);
+      break;
+    }
+    case 6:  // same expert in the previous token (or the row's first value: constant rows)
+      if (!prevRow.empty())
+        x = prevRow[row.size()];
+      else
+        x = row.empty() ? 0.0f : row[0];
+      break;
+    default:  // a value near 88.72 or near a tie at scale: uniform in a moderate range
+      x = static_cast<float>(static_cast<int16_t>(src.u16())) / 256.0f;
+      break;
+  }
+  if (std::isnan(x) && !allowNaN) x = std::numeric_limits<float>::max();
+  return x;
+}
+
+}  // namespace
+
+// Byte layout (docs/fuzz.md):
+//   [e8] E = 1 + e8 % 64, or when e8 & 0x80: [u16] E = 1 + u16 % 1024
+//   [k]  u8 (u16 when E + 2 > 256), k = value % (E + 2)
+//   [t8] T = 1 + t8 % 64, then capped so that T * E <= 4096
+//   [mod] bits 0..2 threads (0..7 -> 1,1,2,2,3,4,0,1), bits 3..6 all set: allowNaN
+//   [split] u8 % (T + 1)   [variant] u8
+//   then T * E logits, each an op byte plus its argument bytes.
+Case decodeCase(ByteSource& src) {
+  Case c;
+  uint8_t e8 = src.u8();
+  c.experts = (e8 & 0x80) ? 1 + src.u16() % kMaxExperts : 1 + e8 % 64;
+  uint32_t kraw = (c.experts + 2 > 256) ? src.u16() : src.u8();
+  c.k = static_cast<int32_t>(kraw % static_cast<uint32_t>(c.experts + 2));
+  c.tokens = 1 + src.u8() % kMaxTokens;
+  c.tokens = std::max(1, std::min(c.tokens, kMaxLogits / c.experts));
+  uint8_t mod = src.u8();
+  static constexpr int32_t kThreads[8] = {1, 1, 2, 2, 3, 4, 0, 1};
+  c.threads = kThreads[mod & 7];
+  c.allowNaN = (mod & 0x78) == 0x78;  // 1 case in 16: NaN is out of the domain
+  c.split = src.u8() % (c.tokens + 1);
+  c.variant = src.u8();
+  c.logits.reserve(static_cast<size_t>(c.tokens) * c.experts);
+  for (int32_t t = 0; t < c.tokens; ++t) {
+    size_t start = c.logits.size();
+    std::span<const float> prev;
+    if (t > 0) prev = c.row(t - 1);
+    for (int32_t e = 0; e < c.experts; ++e) {
+      std::span<const float> row(c.logits.data() + start, static_cast<size_t>(e));
+      float x = decodeLogit(src, row, prev, c.allowNaN);
+      c.logits.push_back(x);
+      if (t > 0) prev = c.row(t - 1);  // push_back may have moved the storage
+    }
+  }
+  return c;
+}
+
+Case decodeCase(std::span<const uint8_t> bytes) {
+  SpanSource src(bytes);
+  return decodeCase(src);
+}
+
+std::vector<uint8_t> encodeCase(const Case& c) {
+  std::vector<uint8_t> out;
+  auto put16 = [&](uint32_t v) {
+    out.push_back(static_cast<uint8_t>(v));
+    out.push_back(static_cast<uint8_t>(v >> 8));
+  };
+  out.push_back(0x80);
+  put16(static_cast<uint32_t>(c.experts - 1));
+  if (c.experts + 2 > 256)
+    put16(static_cast<uint32_t>(c.k));
+  else
+    out.push_back(static_cast<uint8_t>(c.k));
+  out.push_back(static_cast<uint8_t>(c.tokens - 1));
+  uint8_t threadsCode = 0;
+  switch (c.threads) {
+    case 2:
+      threadsCode = 2;
+      break;
+    case 3:
+      threadsCode = 4;
+      break;
+    case 4:
+      threadsCode = 5;
+      break;
+    case 0:
+      threadsCode = 6;
+      break;
+    default:
+      threadsCode = 0;
+      break;
+  }
+  out.push_back(static_cast<uint8_t>(threadsCode | (c.allowNaN ? 0x78 : 0)));
+  out.push_back(static_cast<uint8_t>(c.split));
+  out.push_back(c.variant);
+  for (float x : c.logits) {
+    out.push_back(0);  // op 0: raw bits
+    uint32_t b = bitsOf(x);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(b >> (8 * i)));
+  }
+  return out;
+}
+
+nlohmann::json caseToJSON(const Case& c) {
+  nlohmann::json j;
+  j["tokens"] = c.tokens;
+  j["experts"] = c.experts;
+  j["k"] = c.k;
+  j["threads"] = c.threads;
+  j["split"] = c.split;
+  j["variant"] = c.variant;
+  j["allowNaN"] = c.allowNaN;
+  auto& l = j["logits"] = nlohmann::json::array();
+  for (float x : c.logits) l.push_back(hex32(x));
+  return j;
+}
+
+Case caseFromJSON(const nlohmann::json& j) {
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) throw std::invalid_argument(fmt::format("case: missing \"{}\"", key));
+    return j.at(key);
+  };
+  Case c;
+  c.tokens = need("tokens").get<int32_t>();
+  c.experts = need("experts").get<int32_t>();
+  c.k = need("k").get<int32_t>();
+  c.threads = j.value("threads", 1);
+  c.split = j.value("split", 0);
+  c.variant = j.value("variant", 0);
+  c.allowNaN = j.value("allowNaN", false);
+  if (c.tokens < 1 || c.experts < 1 || c.k < 0)
+    throw std::invalid_argument(
+        fmt::format("case: need tokens >= 1, experts >= 1, k >= 0; got "
+                    "tokens={} experts={} k={}",
+                    c.tokens, c.experts, c.k));
+  if (static_cast<int64_t>(c.tokens) * c.experts > (int64_t{1} << 24))
+    throw std::invalid_argument("case: tokens * experts above 2^24");
+  const auto& l = need("logits");
+  if (!l.is_array() || l.size() != static_cast<size_t>(c.tokens) * c.experts)
+    throw std::invalid_argument(
+        fmt::format("case: \"logits\" must hold tokens*experts = {} hex "
+                    "strings",
+                    static_cast<int64_t>(c.tokens) * c.experts));
+  for (const auto& v : l) c.logits.push_back(parseHex32(v.get<std::string>()));
+  if (c.split < 0 || c.split > c.tokens) c.split = 0;
+  return c;
+}
+
+}  // namespace moe::fuzz

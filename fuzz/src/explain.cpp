@@ -1,0 +1,151 @@
+// explainVectors: one case told for a person (the `moe-oracle explain` command).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/vectors.hpp"
+#include "moe/oracle/certified/gates.hpp"
+#include "moe/oracle/routing.hpp"
+
+namespace moe::fuzz {
+
+namespace {
+
+void explainToken(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
+                  std::span<const int32_t> ids, std::span<const float> gates) {
+  const size_t E = x.size();
+  const size_t n = std::min<size_t>(static_cast<size_t>(k), E);
+  const bool real = isRealRow(x);
+  const bool nan = std::any_of(x.begin(), x.end(), [](float v) { return std::isnan(v); });
+  std::vector<size_t> rank(E, 0);
+  if (!nan) rank = oracle::ranks(x);
+  std::vector<oracle::certified::Certified> p, g;
+  if (real) {
+    p = oracle::certified::softmaxEnclosure(x);
+    g = oracle::certified::gatesEnclosure(static_cast<size_t>(k), x);
+  }
+  std::vector<int> slot(E, -1);
+  for (size_t s = 0; s < ids.size(); ++s)
+    if (ids[s] >= 0 && static_cast<size_t>(ids[s]) < E) slot[ids[s]] = static_cast<int>(s);
+  fmt::format_to(std::back_inserter(out), "E = {}, k = {}, row is {}\n", E, k,
+                 real ? "real (the spec's values are real numbers)"
+                      : "not real (NaN, +inf or all -inf): only structure is checked");
+  fmt::format_to(std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n",
+                 "expert", "logit", "hex", "rank", "spec", "exact probability ~", "exact gate ~",
+                 "router (slot: gate)");
+  for (size_t e = 0; e < E; ++e) {
+    std::string router = slot[e] >= 0 ? fmt::format("{}: {} {}", slot[e], decimal32(gates[slot[e]]),
+                                                    hex32(gates[slot[e]]))
+                                      : "-";
+    fmt::format_to(
+        std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n", e,
+        decimal32(x[e]), hex32(x[e]), nan ? std::string("-") : fmt::format("{}", rank[e]),
+        nan ? "-" : (rank[e] < n ? "kept" : "displaced"),
+        real ? fmt::format("[{:.9g}, {:.9g}]", p[e].range.lowerDouble(), p[e].range.upperDouble())
+             : std::string("-"),
+        real ? fmt::format("[{:.9g}, {:.9g}]", g[e].range.lowerDouble(), g[e].range.upperDouble())
+             : std::string("-"),
+        router);
+  }
+  if (real && n > 0 && n < E) {
+    size_t lastKept = 0, firstOut = 0;
+    for (size_t e = 0; e < E; ++e) {
+      if (rank[e] == n - 1) lastKept = e;
+      if (rank[e] == n) firstOut = e;
+    }
+    fmt::format_to(
+        std::back_inserter(out),
+        "kept boundary: expert {} (rank {}) vs expert {} (rank {}): logit margin {:.9g}, "
+        "probability margin ~{:.9g}\n",
+        lastKept, n - 1, firstOut, n,
+        static_cast<double>(x[lastKept]) - static_cast<double>(x[firstOut]),
+        p[lastKept].f64 - p[firstOut].f64);
+  }
+}
+
+void explainVerdict(fmt::memory_buffer& out, const Verdict& v, const std::string& who) {
+  fmt::format_to(std::back_inserter(out), "verdict for {}: {}", who, outcomeName(v.outcome));
+  if (v.outcome == Outcome::kAcceptable)
+    fmt::format_to(std::back_inserter(out), " ({}, worst near-tie margin {:.3g} of the budget)",
+                   v.reason, v.margin);
+  if (v.outcome == Outcome::kViolation)
+    fmt::format_to(std::back_inserter(out), " [{}]\n  why: {}", v.kind, v.certificate);
+  fmt::format_to(std::back_inserter(out), "\n");
+}
+
+}  // namespace
+
+std::string explainVectors(const nlohmann::json& file, const Router* impl,
+                           const VerdictConfig& config) {
+  checkVectorLayout(file);
+  fmt::memory_buffer out;
+  std::unique_ptr<Router> spec = makeSpec32Router();
+  LevelCounters levels;
+  for (const auto& g : file["testGroups"]) {
+    const std::string type = g["type"].get<std::string>();
+    for (const auto& t : g["tests"]) {
+      const int64_t tcId = t.value("tcId", int64_t{0});
+      fmt::format_to(std::back_inserter(out), "--- {} tcId {} ---\n", type, tcId);
+      try {
+        if (type == "RoutingTest") {
+          RoutingVector v = parseRoutingTest(t);
+          Case c;
+          c.experts = static_cast<int32_t>(v.logits.size());
+          c.k = v.k;
+          c.logits = v.logits;
+          c.allowNaN = true;
+          const Router& who = impl ? *impl : *spec;
+          CaseResult r = judgeCase(who, c, config, levels);
+          if (r.abstained) {
+            explainToken(out, c.row(0), c.k, {}, {});
+            fmt::format_to(std::back_inserter(out), "{} abstained: {}\n", who.name(),
+                           r.abstainReason);
+            continue;
+          }
+          explainToken(out, c.row(0), c.k, r.output.ids, r.output.gates);
+          explainVerdict(out, r.violation ? *r.violation : r.tokens.at(0), who.name());
+        } else if (type == "RouterReproducer") {
+          Case c = caseOfReproducer(t);
+          Contract contract =
+              t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
+          std::vector<int32_t> ids = t.at("ids").get<std::vector<int32_t>>();
+          std::vector<float> gates;
+          for (const auto& x : t.at("gates")) gates.push_back(parseHex32(x.get<std::string>()));
+          if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size())
+            throw std::invalid_argument("ids/gates must hold tokens * k entries");
+          CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
+          int32_t token = t.value("token", 0);
+          if (r.violation) token = r.violation->token;
+          token = std::clamp(token, 0, c.tokens - 1);
+          const size_t k = static_cast<size_t>(c.k);
+          fmt::format_to(std::back_inserter(out),
+                         "implementation {} (recorded output), token {} "
+                         "of {}:\n",
+                         t.value("impl", std::string("?")), token, c.tokens);
+          explainToken(out, c.row(token), c.k, std::span<const int32_t>(ids).subspan(token * k, k),
+                       std::span<const float>(gates).subspan(token * k, k));
+          if (r.violation)
+            explainVerdict(out, *r.violation, "the recorded output");
+          else if (t.value("kind", std::string()) == "batch-variance")
+            fmt::format_to(std::back_inserter(out),
+                           "recorded kind batch-variance: each token alone is judged {}; the "
+                           "difference shows only when the router is rerun (moe-oracle replay "
+                           "--impl)\n",
+                           outcomeName(r.worst()));
+          else
+            explainVerdict(out, r.tokens.at(static_cast<size_t>(token)), "the recorded output");
+        } else {
+          fmt::format_to(std::back_inserter(out), "group type {} is not read by moe-oracle\n",
+                         type);
+        }
+      } catch (const std::exception& e) {
+        fmt::format_to(std::back_inserter(out), "cannot explain: {}\n", e.what());
+      }
+    }
+  }
+  return fmt::to_string(out);
+}
+
+}  // namespace moe::fuzz

@@ -1,0 +1,87 @@
+#include "moe/fuzz/mutate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "moe/fuzz/float_bits.hpp"
+
+namespace moe::fuzz {
+
+namespace {
+
+// Reshapes to E' experts / T' tokens, keeping the overlapping logits and filling new
+// ones with copies of existing values (ties are the interesting inputs).
+void reshape(Case& c, int32_t experts, int32_t tokens) {
+  experts = std::clamp(experts, 1, kMaxExperts);
+  tokens = std::clamp(tokens, 1, std::max(1, std::min(kMaxTokens, kMaxLogits / experts)));
+  std::vector<float> out(static_cast<size_t>(tokens) * experts);
+  for (int32_t t = 0; t < tokens; ++t)
+    for (int32_t e = 0; e < experts; ++e) {
+      int32_t st = t % c.tokens, se = e % c.experts;
+      out[static_cast<size_t>(t) * experts + e] =
+          c.logits[static_cast<size_t>(st) * c.experts + se];
+    }
+  c.experts = experts;
+  c.tokens = tokens;
+  c.logits = std::move(out);
+  c.k = std::min(c.k, experts + 1);
+  c.split = std::min(c.split, tokens);
+}
+
+}  // namespace
+
+void mutateCase(Case& c, ByteSource& src) {
+  const int count = 1 + src.u8() % 4;
+  for (int n = 0; n < count; ++n) {
+    const size_t size = c.logits.size();
+    const size_t at = src.u32() % size;
+    const size_t rowStart = at - at % c.experts;
+    switch (src.u8() % 10) {
+      case 0: {
+        auto pool = specialPool();
+        c.logits[at] = pool[src.u8() % pool.size()];
+        break;
+      }
+      case 1:  // copy: an exact tie inside the row
+        c.logits[at] = c.logits[rowStart + src.u16() % c.experts];
+        break;
+      case 2:  // ±1 ulp of another logit in the row: a near-tie
+        c.logits[at] = (src.u8() & 1) ? nextUp(c.logits[rowStart + src.u16() % c.experts])
+                                      : nextDown(c.logits[rowStart + src.u16() % c.experts]);
+        break;
+      case 3:  // constant row
+        std::fill(c.logits.begin() + rowStart, c.logits.begin() + rowStart + c.experts,
+                  c.logits[at]);
+        break;
+      case 4:  // the other zero / the negation
+        c.logits[at] = -c.logits[at];
+        break;
+      case 5:
+        c.logits[at] = floatOf(src.u32());
+        if (std::isnan(c.logits[at]) && !c.allowNaN) c.logits[at] = 0.0f;
+        break;
+      case 6:
+        c.k = src.u16() % (c.experts + 2);
+        break;
+      case 7: {
+        static constexpr int32_t kEdges[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+        int32_t e =
+            (src.u8() & 1) ? kEdges[src.u8() % std::size(kEdges)] : 1 + src.u16() % kMaxExperts;
+        reshape(c, e, c.tokens);
+        break;
+      }
+      case 8:
+        reshape(c, c.experts, 1 + src.u8() % kMaxTokens);
+        break;
+      default: {
+        static constexpr int32_t kThreads[] = {0, 1, 2, 3, 4};
+        c.threads = kThreads[src.u8() % 5];
+        c.split = src.u8() % (c.tokens + 1);
+        c.variant = src.u8();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace moe::fuzz

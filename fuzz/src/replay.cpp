@@ -1,0 +1,169 @@
+// replayVectors: golden vectors against the oracle and routers; reproducers re-judged.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/vectors.hpp"
+#include "moe/oracle/routing.hpp"
+#include "moe/oracle/softmax.hpp"
+#include "moe/routers.hpp"
+
+namespace moe::fuzz {
+
+namespace {
+
+std::string bitsDiff(const std::vector<float>& want, const std::vector<float>& got) {
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i)
+    if (bitsOf(want[i]) != bitsOf(got[i]))
+      return fmt::format("index {}: expected {} got {}", i, hex32(want[i]), hex32(got[i]));
+  return want.size() == got.size() ? "" : "lengths differ";
+}
+
+// The oracle's answer for one RoutingTest; returns "" when it agrees.
+std::string checkRoutingAgainstOracle(const RoutingVector& v) {
+  std::span<const float> x(v.logits);
+  const auto r = oracle::ranks(x);
+  if (v.ranks && std::vector<int64_t>(r.begin(), r.end()) != *v.ranks)
+    return "ranks differ from the oracle's";
+  const auto kept = oracle::keptExperts(static_cast<size_t>(v.k), x);
+  if (v.keptExperts && std::vector<int64_t>(kept.begin(), kept.end()) != *v.keptExperts)
+    return "keptExperts differ from the oracle's";
+  if (v.exps32) {
+    if (v.exps32->size() != v.logits.size()) return "exps32 has the wrong length";
+    size_t next = 0;
+    auto supplied = [&](float) { return (*v.exps32)[next++]; };
+    const auto p = oracle::softmaxVecSpecWith(x, supplied);
+    if (v.probs32) {
+      if (auto d = bitsDiff(*v.probs32, p); !d.empty()) return "probs32: " + d;
+    }
+    if (v.gates32) {
+      const auto g = oracle::gatesFromProbs(static_cast<size_t>(v.k), std::span<const float>(p));
+      if (auto d = bitsDiff(*v.gates32, g); !d.empty()) return "gates32: " + d;
+    }
+  }
+  return "";
+}
+
+void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
+                        const VerdictConfig& config, ReplaySummary& out) {
+  LevelCounters levels;
+  for (const auto& t : tests) {
+    RoutingVector v;
+    try {
+      v = parseRoutingTest(t);
+    } catch (const std::invalid_argument& e) {
+      ++out.failed;
+      out.lines.push_back(fmt::format("RoutingTest: malformed test: {}", e.what()));
+      continue;
+    }
+    const bool inDomain = v.result != "invalid";
+    if (inDomain) {
+      std::string why;
+      try {
+        why = checkRoutingAgainstOracle(v);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty()) {
+        ++out.failed;
+        out.lines.push_back(fmt::format("RoutingTest tcId {}: oracle: {}", v.tcId, why));
+        continue;
+      }
+    }
+    if (impl) {
+      Case c;
+      c.experts = static_cast<int32_t>(v.logits.size());
+      c.k = v.k;
+      c.logits = v.logits;
+      CaseResult r = judgeCase(*impl, c, config, levels);
+      if (r.violation) {
+        ++out.failed;
+        out.lines.push_back(fmt::format("RoutingTest tcId {}: {} violates: {}: {}", v.tcId,
+                                        impl->name(), r.violation->kind, r.violation->certificate));
+        continue;
+      }
+    }
+    ++out.passed;
+  }
+}
+
+void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
+                           const VerdictConfig& config, ReplaySummary& out) {
+  LevelCounters levels;
+  for (const auto& t : tests) {
+    const int64_t tcId = t.value("tcId", int64_t{0});
+    try {
+      const Case c = caseOfReproducer(t);
+      const Contract contract =
+          t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
+      const std::string kind = t.value("kind", std::string());
+      // 1. The recorded output must still be judged the recorded violation.
+      if (kind != "batch-variance" && t.contains("ids") && t.contains("gates")) {
+        std::vector<int32_t> ids = t["ids"].get<std::vector<int32_t>>();
+        std::vector<float> gates;
+        for (const auto& g : t["gates"]) gates.push_back(parseHex32(g.get<std::string>()));
+        if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size())
+          throw std::invalid_argument("ids/gates must hold tokens * k entries");
+        CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
+        std::string now = r.violation ? r.violation->kind : "no violation";
+        if (t.value("verdict", std::string("violation")) == "violation" && now != kind) {
+          ++out.failed;
+          out.lines.push_back(
+              fmt::format("RouterReproducer tcId {}: recorded output was {} and is now judged {}",
+                          tcId, kind, now));
+          continue;
+        }
+      } else if (kind == "batch-variance") {
+        out.lines.push_back(fmt::format(
+            "RouterReproducer tcId {}: batch-variance needs the router; recorded output not "
+            "re-judged",
+            tcId));
+      }
+      // 2. The router itself, when it can be run here, must not violate.
+      std::unique_ptr<Router> named;
+      const Router* run = impl;
+      const std::string name = t.value("impl", std::string());
+      if (!run && moe::findRouter(name)) {
+        named = openRouter(name);
+        run = named.get();
+      }
+      if (run) {
+        CaseResult r = judgeCase(*run, c, config, levels);
+        if (r.violation) {
+          ++out.failed;
+          out.lines.push_back(fmt::format("RouterReproducer tcId {}: {} still violates: {}", tcId,
+                                          run->name(), r.violation->kind));
+          continue;
+        }
+      }
+      ++out.passed;
+    } catch (const std::exception& e) {
+      ++out.failed;
+      out.lines.push_back(fmt::format("RouterReproducer tcId {}: {}", tcId, e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+ReplaySummary replayVectors(const nlohmann::json& file, const Router* impl,
+                            const VerdictConfig& config) {
+  ReplaySummary out;
+  checkVectorLayout(file);
+  for (const auto& g : file["testGroups"]) {
+    const std::string type = g["type"].get<std::string>();
+    if (type == "RoutingTest") {
+      replayRoutingGroup(g["tests"], impl, config, out);
+    } else if (type == "RouterReproducer") {
+      replayReproducerGroup(g["tests"], impl, config, out);
+    } else {
+      out.skipped += static_cast<int>(g["tests"].size());
+      out.lines.push_back(fmt::format("skipped group type {} ({} tests): not read by moe-oracle",
+                                      type, g["tests"].size()));
+    }
+  }
+  return out;
+}
+
+}  // namespace moe::fuzz

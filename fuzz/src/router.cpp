@@ -1,0 +1,225 @@
+#include "moe/fuzz/router.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "moe/fuzz/broken_routers.hpp"
+#include "moe/oracle/routing.hpp"
+#include "moe/oracle/softmax.hpp"
+#include "moe/routers.hpp"
+
+namespace moe::fuzz {
+
+// Slots are pre-filled with values no correct router leaves behind (id -2, a signalling
+// NaN gate), so a slot the router forgot to write fails the structure check.
+RouteOutput Router::route(int32_t tokens, int32_t experts, int32_t k, std::span<const float> logits,
+                          int32_t threads) const {
+  RouteOutput out;
+  if (!available()) {
+    out.abstained = true;
+    out.abstainReason = "not available on this CPU";
+    return out;
+  }
+  const size_t slots = static_cast<size_t>(tokens) * static_cast<size_t>(k);
+  out.ids.assign(slots, -2);
+  out.gates.assign(slots, std::bit_cast<float>(0x7fa00000u));
+  int status = call(tokens, experts, k, logits.data(), out.ids.data(), out.gates.data(), threads);
+  if (status != 0) {
+    out.abstained = true;
+    out.abstainReason = fmt::format("returned {}", status);
+  }
+  return out;
+}
+
+namespace {
+
+class BuiltinAdapter final : public Router {
+ public:
+  explicit BuiltinAdapter(const moe::BuiltinRouter& r)
+      : Router(std::string(r.name), parseContract(r.contract_json)), router_(r) {}
+
+ protected:
+  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+           float* gates, int32_t threads) const override {
+    return router_.route(tokens, experts, k, logits, ids, gates, threads);
+  }
+  bool available() const override { return router_.available(); }
+
+ private:
+  const moe::BuiltinRouter& router_;
+};
+
+using AbiRoute = int (*)(int32_t, int32_t, int32_t, const float*, int32_t*, float*);
+using AbiContract = const char* (*)();
+
+class SharedLibraryRouter final : public Router {
+ public:
+  SharedLibraryRouter(std::string name, Contract contract, void* handle, AbiRoute route)
+      : Router(std::move(name), std::move(contract)), handle_(handle), route_(route) {}
+  ~SharedLibraryRouter() override { dlclose(handle_); }
+
+ protected:
+  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+           float* gates, int32_t) const override {
+    return route_(tokens, experts, k, logits, ids, gates);
+  }
+
+ private:
+  void* handle_;
+  AbiRoute route_;
+};
+
+std::unique_ptr<Router> loadSharedLibrary(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw RouterLoadError(fmt::format("cannot load router library: {}", dlerror()));
+  auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
+  if (!route) {
+    dlclose(handle);
+    throw RouterLoadError(
+        fmt::format("router library {} does not export moe_route_v1 (extern \"C\")", path));
+  }
+  Contract contract;
+  if (auto contractFn = reinterpret_cast<AbiContract>(dlsym(handle, "moe_route_v1_contract"))) {
+    const char* text = contractFn();
+    try {
+      contract = parseContract(text ? text : "");
+    } catch (const std::invalid_argument& e) {
+      dlclose(handle);
+      throw RouterLoadError(fmt::format("router library {}: {}", path, e.what()));
+    }
+  }
+  std::string name = contract.name;
+  if (name.empty()) name = std::filesystem::path(path).stem().string();
+  if (name.rfind("lib", 0) == 0) name = name.substr(3);
+  return std::make_unique<SharedLibraryRouter>(name, contract, handle, route);
+}
+
+class Spec32Router final : public Router {
+ public:
+  Spec32Router() : Router("spec32", specContract()) {}
+
+  static Contract specContract() {
+    Contract c;
+    c.name = "spec32";
+    c.selectsOn = SelectsOn::kProbabilities;
+    c.slotOrder = SlotOrder::kRank;
+    c.batchInvariant = true;
+    c.expMaxUlp = 1.0;  // host expf: glibc's is within 1 ulp of the correctly rounded value
+    c.nonfiniteRows = "the spec in binary32: Lean's total ranking of NaN probabilities";
+    return c;
+  }
+
+ protected:
+  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+           float* gates, int32_t) const override {
+    if (tokens < 0 || experts < 1 || k < 0) return 1;
+    for (int32_t t = 0; t < tokens; ++t) {
+      std::span<const float> row(logits + int64_t{t} * experts, static_cast<size_t>(experts));
+      // Outside the real-number domain (NaN, +inf, all -inf) the spec32 router abstains:
+      // Lean's total ranking of NaN probabilities is O(E^2) and checks nothing there.
+      bool real =
+          std::all_of(row.begin(), row.end(),
+                      [](float v) {
+                        return !std::isnan(v) && v != std::numeric_limits<float>::infinity();
+                      }) &&
+          std::any_of(row.begin(), row.end(),
+                      [](float v) { return v != -std::numeric_limits<float>::infinity(); });
+      if (!real) return 2;
+      const std::vector<float> p = oracle::softmaxVecSpec(row);
+      const std::vector<float> g =
+          oracle::gatesFromProbs(static_cast<size_t>(k), std::span<const float>(p));
+      std::vector<size_t> order;
+      if (std::any_of(p.begin(), p.end(), [](float v) { return std::isnan(v); })) {
+        // Lean's literal ranking (total on NaN): kept experts by their rank.
+        std::vector<std::pair<size_t, size_t>> byRank;
+        std::span<const float> ps(p);
+        for (size_t i = 0; i < p.size(); ++i) {
+          size_t r = oracle::rank(ps, i);
+          if (r < static_cast<size_t>(k)) byRank.emplace_back(r, i);
+        }
+        std::sort(byRank.begin(), byRank.end());
+        for (auto& [r, i] : byRank) order.push_back(i);
+      } else {
+        order = oracle::keptExperts(static_cast<size_t>(k), std::span<const float>(p));
+      }
+      for (int32_t s = 0; s < k; ++s) {
+        int64_t slot = int64_t{t} * k + s;
+        if (static_cast<size_t>(s) < order.size()) {
+          ids[slot] = static_cast<int32_t>(order[s]);
+          gates[slot] = g[order[s]];
+        } else {
+          ids[slot] = -1;
+          gates[slot] = 0.0f;
+        }
+      }
+    }
+    return 0;
+  }
+};
+
+class BrokenRouter final : public Router {
+ public:
+  explicit BrokenRouter(const BugInfo& info)
+      : Router(fmt::format("broken-{}", info.name), parseContract(brokenContractJSON(info.bug))),
+        bug_(info.bug) {}
+
+ protected:
+  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+           float* gates, int32_t) const override {
+    return routeWithBug(bug_, tokens, experts, k, logits, ids, gates);
+  }
+
+ private:
+  Bug bug_;
+};
+
+}  // namespace
+
+std::unique_ptr<Router> makeSpec32Router() {
+  return std::make_unique<Spec32Router>();
+}
+
+std::unique_ptr<Router> openRouter(std::string_view nameOrPath) {
+  std::string s(nameOrPath);
+  if (s.empty()) throw RouterLoadError("empty router name");
+  bool isPath =
+      s.find('/') != std::string::npos || (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0);
+  if (isPath) return loadSharedLibrary(s);
+  if (s == "spec32") return makeSpec32Router();
+  if (const moe::BuiltinRouter* r = moe::findRouter(s)) {
+    try {
+      return std::make_unique<BuiltinAdapter>(*r);
+    } catch (const std::invalid_argument& e) {
+      throw RouterLoadError(fmt::format("built-in router {}: {}", s, e.what()));
+    }
+  }
+  if (s.rfind("broken-", 0) == 0) {
+    if (const BugInfo* bug = findBug(s.substr(7))) return std::make_unique<BrokenRouter>(*bug);
+  }
+  std::string known = "spec32";
+  for (const auto& n : builtinRouterNames()) known += ", " + n;
+  throw RouterLoadError(fmt::format(
+      "unknown router \"{}\" (built-in: {}; or a path to a shared library exporting moe_route_v1)",
+      s, known));
+}
+
+std::vector<std::string> builtinRouterNames() {
+  std::vector<std::string> names;
+  for (const auto& r : moe::builtinRouters()) names.emplace_back(r.name);
+  return names;
+}
+
+bool builtinRouterAvailable(std::string_view name) {
+  const moe::BuiltinRouter* r = moe::findRouter(name);
+  return r && r->available();
+}
+
+}  // namespace moe::fuzz

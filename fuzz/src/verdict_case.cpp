@@ -1,0 +1,106 @@
+// judgeCase: run a router on a case, judge every token, then check batch invariance.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/verdict.hpp"
+
+namespace moe::fuzz {
+
+Outcome CaseResult::worst() const {
+  Outcome w = Outcome::kExact;
+  for (const Verdict& v : tokens) w = std::max(w, v.outcome);
+  if (violation) w = Outcome::kViolation;
+  return w;
+}
+
+CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<const float> gates,
+                         const Contract& contract, const VerdictConfig& config,
+                         LevelCounters& levels) {
+  CaseResult r;
+  r.output.ids.assign(ids.begin(), ids.end());
+  r.output.gates.assign(gates.begin(), gates.end());
+  const size_t k = static_cast<size_t>(c.k);
+  for (int32_t t = 0; t < c.tokens; ++t) {
+    Verdict v = judgeToken(c.row(t), c.k, ids.subspan(t * k, k), gates.subspan(t * k, k), contract,
+                           config, levels);
+    v.token = t;
+    r.tokens.push_back(v);
+    if (v.outcome == Outcome::kViolation) {
+      r.violation = v;
+      break;
+    }
+  }
+  return r;
+}
+
+namespace {
+
+// The first slot where a sub-batch run disagrees bit for bit with the full-batch run.
+std::optional<Verdict> compareBits(const RouteOutput& full, const RouteOutput& part,
+                                   int32_t firstToken, int32_t k, const std::string& how) {
+  if (part.abstained) return std::nullopt;  // a refusal is not a difference
+  for (size_t s = 0; s < part.ids.size(); ++s) {
+    const size_t f = static_cast<size_t>(firstToken) * k + s;
+    if (part.ids[s] != full.ids[f] || bitsOf(part.gates[s]) != bitsOf(full.gates[f])) {
+      Verdict v;
+      v.outcome = Outcome::kViolation;
+      v.kind = "batch-variance";
+      v.token = firstToken + static_cast<int32_t>(s / k);
+      v.certificate = fmt::format(
+          "token {} slot {}: in the whole batch id {} gate {} ({}), {}: id {} gate {} ({}); "
+          "the contract claims batch invariance (same bits)",
+          v.token, s % k, full.ids[f], decimal32(full.gates[f]), hex32(full.gates[f]), how,
+          part.ids[s], decimal32(part.gates[s]), hex32(part.gates[s]));
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
+                                            const RouteOutput& full) {
+  const size_t E = static_cast<size_t>(c.experts);
+  auto runRange = [&](int32_t first, int32_t count, int32_t threads) {
+    return router.route(count, c.experts, c.k,
+                        std::span<const float>(c.logits).subspan(first * E, count * E), threads);
+  };
+  if (c.tokens > 1) {
+    const int32_t alone = c.split % c.tokens;
+    if (auto v = compareBits(full, runRange(alone, 1, c.threads), alone, c.k, "alone")) return v;
+  }
+  if (c.split > 0 && c.split < c.tokens) {
+    if (auto v = compareBits(full, runRange(0, c.split, c.threads), 0, c.k,
+                             fmt::format("in the batch split at token {}", c.split)))
+      return v;
+    if (auto v = compareBits(full, runRange(c.split, c.tokens - c.split, c.threads), c.split, c.k,
+                             fmt::format("in the batch split at token {}", c.split)))
+      return v;
+  }
+  const int32_t otherThreads = c.threads == 1 ? 2 : 1;
+  return compareBits(full, runRange(0, c.tokens, otherThreads), 0, c.k,
+                     fmt::format("with {} threads instead of {}", otherThreads, c.threads));
+}
+
+}  // namespace
+
+CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
+                     LevelCounters& levels) {
+  RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads);
+  if (out.abstained) {
+    CaseResult r;
+    r.abstained = true;
+    r.abstainReason = out.abstainReason;
+    r.output = std::move(out);
+    return r;
+  }
+  CaseResult r = judgeRecorded(c, out.ids, out.gates, router.contract(), config, levels);
+  r.output = std::move(out);
+  if (!r.violation && config.checkBatchInvariance && router.contract().batchInvariant) {
+    if (auto v = checkBatchInvariance(router, c, r.output)) r.violation = v;
+  }
+  return r;
+}
+
+}  // namespace moe::fuzz

@@ -1,0 +1,531 @@
+// judgeToken: structure, selection, slot order and gates of one token (design.md §3).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/verdict.hpp"
+#include "moe/oracle/certified/gates.hpp"
+#include "moe/oracle/routing.hpp"
+#include "moe/oracle/softmax.hpp"
+
+namespace moe::fuzz {
+
+const char* outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kExact:
+      return "exact";
+    case Outcome::kAcceptable:
+      return "acceptable";
+    default:
+      return "violation";
+  }
+}
+
+bool isRealRow(std::span<const float> x) {
+  bool someAboveNegInf = false;
+  for (float v : x) {
+    if (std::isnan(v) || v == std::numeric_limits<float>::infinity()) return false;
+    if (v > -std::numeric_limits<float>::infinity()) someAboveNegInf = true;
+  }
+  return someAboveNegInf;
+}
+
+double probabilityBudget(double p, double absShift, int32_t experts, double c) {
+  double relative = p > 0 ? (absShift + 2.0 * experts + 4 * c + 4) * kU32 * p : 0.0;
+  return relative + (c + 2) * kTiny32;
+}
+
+double gateFloor(double G, double shiftE, double maxShiftS, int32_t n, int32_t experts, double c) {
+  double relative = G > 0 ? (shiftE + maxShiftS + 2.0 * n + 4 * c + 8) * kU32 * G : 0.0;
+  return relative + (experts + 1.0) * (n + 1.0) * (c + 2) * kTiny32;
+}
+
+namespace {
+
+using oracle::certified::Certified;
+
+// Lean's beats on the logits: j outranks i (exact ties to the lower index).
+bool beatsX(std::span<const float> x, int32_t j, int32_t i) {
+  return x[j] > x[i] || (j < i && !(x[i] > x[j]));
+}
+
+std::string logitText(std::span<const float> x, int32_t i) {
+  return fmt::format("x[{}] = {} ({})", i, decimal32(x[i]), hex32(x[i]));
+}
+
+Verdict violation(std::string kind, std::string certificate, double margin = 0) {
+  Verdict v;
+  v.outcome = Outcome::kViolation;
+  v.kind = std::move(kind);
+  v.certificate = std::move(certificate);
+  v.margin = margin;
+  return v;
+}
+
+// Widen a binary64 result by one ulp each way: sums and differences below are rounded to
+// nearest once, so the true value lies within one ulp.
+double down(double v) {
+  return std::nextafter(v, -std::numeric_limits<double>::infinity());
+}
+double up(double v) {
+  return std::nextafter(v, std::numeric_limits<double>::infinity());
+}
+
+// The row's probabilities in binary64 with a rigorous error bound: P_i = exp(x_i - m) has
+// relative error <= (|x_i - m| 2^-53 + 2^-52) (argument rounding, then exp's < 1 ulp),
+// the sum of E terms <= E 2^-53, the division 2^-53; rho_i bounds the total with slack.
+// exp below 2^-1022 loses relative accuracy: absolute 2^-1070 covers it.
+struct DoubleProbabilities {
+  float m = 0;
+  std::vector<double> p, rho, shift;
+  static constexpr double kAbs = 0x1p-1070;
+
+  explicit DoubleProbabilities(std::span<const float> x) {
+    m = x[0];
+    for (float v : x) m = m <= v ? v : m;
+    const size_t E = x.size();
+    p.resize(E);
+    rho.resize(E);
+    shift.resize(E);
+    double D = 0;
+    for (size_t i = 0; i < E; ++i) {
+      if (x[i] == -std::numeric_limits<float>::infinity()) {
+        p[i] = 0;
+        shift[i] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      shift[i] = static_cast<double>(m) - static_cast<double>(x[i]);
+      p[i] = std::exp(-shift[i]);
+      D += p[i];
+    }
+    for (size_t i = 0; i < E; ++i) {
+      p[i] /= D;
+      rho[i] = std::isinf(shift[i]) ? 0.0 : (shift[i] + 2.0 * E + 8) * 0x1p-52;
+    }
+  }
+  double err(size_t i) const { return p[i] * rho[i] + kAbs; }
+};
+
+// Lazily computed certified probabilities for the few rows that need them.
+struct CertifiedProbabilities {
+  std::span<const float> x;
+  std::optional<std::vector<Certified>> p;
+  const Certified& at(size_t i) {
+    if (!p) p = oracle::certified::softmaxEnclosure(x);
+    return (*p)[i];
+  }
+};
+
+enum class Decision { kWithin, kBeyond, kUndecided };
+
+struct PairJudgement {
+  Decision decision;
+  double diff;    // p_j - p_i (binary64 estimate)
+  double budget;  // b_i + b_j
+};
+
+// Is p_j - p_i <= b_i + b_j? (j displaced by the router, i kept, j beats i on the logits.)
+PairJudgement judgePair(std::span<const float> x, int32_t i, int32_t j, double c,
+                        const DoubleProbabilities& dp, CertifiedProbabilities& cp,
+                        LevelCounters& levels) {
+  const int32_t E = static_cast<int32_t>(x.size());
+  const double diff = dp.p[j] - dp.p[i];
+  const double budget =
+      probabilityBudget(dp.p[i], dp.shift[i], E, c) + probabilityBudget(dp.p[j], dp.shift[j], E, c);
+  // b is increasing in p with slope <= (shift + 2E + 4c + 4) u; its error from p's error:
+  const double budgetErr = ((dp.shift[i] + 2.0 * E + 4 * c + 4) * kU32) * dp.err(i) +
+                           ((dp.shift[j] + 2.0 * E + 4 * c + 4) * kU32) * dp.err(j) +
+                           budget * 0x1p-50;
+  const double diffErr = dp.err(i) + dp.err(j) + std::fabs(diff) * 0x1p-52;
+  if (std::isfinite(budgetErr) && std::isfinite(diffErr)) {
+    if (diff + diffErr <= budget - budgetErr) {
+      ++levels.selectionDouble;
+      return {Decision::kWithin, diff, budget};
+    }
+    if (diff - diffErr > budget + budgetErr) {
+      ++levels.selectionDouble;
+      return {Decision::kBeyond, diff, budget};
+    }
+  }
+  // Certified: p_i, p_j in MPFR intervals; b evaluated at the interval ends (monotone).
+  const Certified& pi = cp.at(i);
+  const Certified& pj = cp.at(j);
+  const double piLo = pi.range.lowerDouble(), piHi = pi.range.upperDouble();
+  const double pjLo = pj.range.lowerDouble(), pjHi = pj.range.upperDouble();
+  const double diffLo = down(pjLo - piHi), diffHi = up(pjHi - piLo);
+  const double bLo = down(down(probabilityBudget(piLo, dp.shift[i], E, c)) +
+                          down(probabilityBudget(pjLo, dp.shift[j], E, c)));
+  const double bHi = up(up(probabilityBudget(piHi, dp.shift[i], E, c)) +
+                        up(probabilityBudget(pjHi, dp.shift[j], E, c)));
+  if (diffHi <= bLo) {
+    ++levels.selectionCertified;
+    return {Decision::kWithin, diff, budget};
+  }
+  if (diffLo > bHi) {
+    ++levels.selectionCertified;
+    return {Decision::kBeyond, diff, budget};
+  }
+  ++levels.selectionUndecided;
+  return {Decision::kUndecided, diff, budget};
+}
+
+// The router kept S, not the spec's set. Every (kept i, displaced j) pair with j beating i
+// must be excused: never an exact tie, never on logits, and on probabilities
+// p_j - p_i <= b_i + b_j. With H_i = p_i + b_i and L_j = p_j - b_j that is
+// max_{j not in S} L_j <= min_{i in S} H_i: a pair where i beats j has p_i >= p_j and
+// holds anyway, so no pair needs to be enumerated (O(E log |S|), not O(E |S|)).
+std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<const int32_t> S,
+                                         const std::vector<uint8_t>& inS, bool onLogits, double c,
+                                         CertifiedProbabilities& cp, LevelCounters& levels,
+                                         double& worstMargin,
+                                         std::optional<DoubleProbabilities>& dp) {
+  const int32_t E = static_cast<int32_t>(x.size());
+  // 1. Exact ties across the boundary: a displaced j tied with a kept i > j.
+  std::vector<std::pair<float, int32_t>> kept;
+  for (int32_t i : S) kept.emplace_back(x[i], i);
+  auto byValue = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first < b.first || (!(b.first < a.first) && a.second < b.second);
+  };
+  std::sort(kept.begin(), kept.end(), byValue);
+  int32_t bestOut = -1;
+  for (int32_t j = 0; j < E; ++j) {
+    if (inS[j]) continue;
+    if (bestOut < 0 || beatsX(x, j, bestOut)) bestOut = j;
+    auto hi = std::upper_bound(kept.begin(), kept.end(), std::make_pair(x[j], E), byValue);
+    if (hi != kept.begin() && !((hi - 1)->first < x[j]) && (hi - 1)->second > j) {
+      const int32_t i = (hi - 1)->second;
+      return violation("tie-higher-index",
+                       fmt::format("selection: experts {} and {} tie exactly ({} and {}); expert "
+                                   "{} (the lower index) must be kept before expert {}",
+                                   j, i, logitText(x, j), logitText(x, i), j, i));
+    }
+  }
+  int32_t worstIn = S[0];
+  for (int32_t i : S)
+    if (beatsX(x, worstIn, i)) worstIn = i;
+  ++levels.selectionFloat;  // ties and the logits mode are decided by float comparisons
+  if (onLogits)
+    return violation("kept-set",
+                     fmt::format("selection: displaced expert {} ranks above kept expert {} on the "
+                                 "logits ({} > {}) and the router selects on logits",
+                                 bestOut, worstIn, logitText(x, bestOut), logitText(x, worstIn)));
+  --levels.selectionFloat;  // ... the probabilities mode is not
+  // 2. Probabilities: binary64 filter, then MPFR.
+  if (!dp) dp.emplace(x);
+  auto slope = [&](int32_t i) { return (dp->shift[i] + 2.0 * E + 4 * c + 4) * kU32; };
+  auto b = [&](int32_t i, double p) { return probabilityBudget(p, dp->shift[i], E, c); };
+  double minHlo = std::numeric_limits<double>::infinity(), maxLhi = -minHlo;
+  double minHhi = minHlo, maxLlo = -minHlo;
+  int32_t iStar = S[0], jStar = bestOut;
+  for (int32_t i : S) {
+    double H = dp->p[i] + b(i, dp->p[i]);
+    double err = dp->err(i) * (1 + (std::isfinite(slope(i)) ? slope(i) : 0)) + H * 0x1p-50;
+    if (H - err < minHlo) minHlo = H - err;
+    if (H + err < minHhi) {
+      minHhi = H + err;
+      iStar = i;
+    }
+  }
+  for (int32_t j = 0; j < E; ++j) {
+    if (inS[j]) continue;
+    double L = dp->p[j] - b(j, dp->p[j]);
+    double err = dp->err(j) * (1 + (std::isfinite(slope(j)) ? slope(j) : 0)) +
+                 std::fabs(L) * 0x1p-50 + 0x1p-1070;
+    if (L + err > maxLhi) maxLhi = L + err;
+    if (L - err > maxLlo) {
+      maxLlo = L - err;
+      jStar = j;
+    }
+  }
+  auto pairMargin = [&](int32_t i, int32_t j) {
+    double budget = b(i, dp->p[i]) + b(j, dp->p[j]);
+    return budget > 0 ? (dp->p[j] - dp->p[i]) / budget : 0.0;
+  };
+  auto beyond = [&](int32_t i, int32_t j) {
+    double budget = b(i, dp->p[i]) + b(j, dp->p[j]);
+    return violation(
+        "beaten-kept",
+        fmt::format("selection: displaced expert {} beats kept expert {} by "
+                    "p_j - p_i = {:.6g}, beyond the binary32 rounding budget "
+                    "b_i + b_j = {:.6g} ({}, {})",
+                    j, i, dp->p[j] - dp->p[i], budget, logitText(x, j), logitText(x, i)),
+        pairMargin(i, j));
+  };
+  if (maxLhi <= minHlo) {
+    ++levels.selectionDouble;
+    worstMargin = std::max(worstMargin, pairMargin(worstIn, bestOut));
+    return std::nullopt;
+  }
+  if (maxLlo > minHhi) {
+    ++levels.selectionDouble;
+    return beyond(iStar, jStar);
+  }
+  // Certified: every p in an MPFR interval; b is increasing in p.
+  minHlo = minHhi = std::numeric_limits<double>::infinity();
+  maxLhi = maxLlo = -minHlo;
+  for (int32_t e = 0; e < E; ++e) {
+    const auto& pe = cp.at(e);
+    const double lo = pe.range.lowerDouble(), hi = pe.range.upperDouble();
+    if (inS[e]) {
+      minHlo = std::min(minHlo, down(lo + down(b(e, lo))));
+      double Hhi = up(hi + up(b(e, hi)));
+      if (Hhi < minHhi) {
+        minHhi = Hhi;
+        iStar = e;
+      }
+    } else {
+      maxLhi = std::max(maxLhi, up(hi - down(b(e, lo))));
+      double Llo = down(lo - up(b(e, hi)));
+      if (Llo > maxLlo) {
+        maxLlo = Llo;
+        jStar = e;
+      }
+    }
+  }
+  if (maxLhi <= minHlo) {
+    ++levels.selectionCertified;
+  } else if (maxLlo > minHhi) {
+    ++levels.selectionCertified;
+    return beyond(iStar, jStar);
+  } else {
+    ++levels.selectionUndecided;
+  }
+  worstMargin = std::max(worstMargin, pairMargin(worstIn, bestOut));
+  return std::nullopt;
+}
+
+std::optional<Verdict> checkStructure(std::span<const float> x, int32_t k,
+                                      std::span<const int32_t> ids, std::span<const float> gates,
+                                      bool real, std::vector<uint8_t>& seen) {
+  const int32_t E = static_cast<int32_t>(x.size());
+  const int32_t n = std::min(k, E);
+  seen.assign(static_cast<size_t>(E), 0);
+  for (int32_t s = 0; s < k; ++s) {
+    const int32_t id = ids[s];
+    if (id == -1) {
+      if (s < n && real)
+        return violation("slot-count", fmt::format("slot {} is empty (-1) but min(k, E) = {} "
+                                                   "slots must be filled",
+                                                   s, n));
+      if (s >= n && !(gates[s] == 0.0f))
+        return violation("empty-slot", fmt::format("empty slot {} has gate {} ({}), not 0", s,
+                                                   decimal32(gates[s]), hex32(gates[s])));
+      continue;
+    }
+    if (id < 0 || id >= E)
+      return violation("id-out-of-range",
+                       fmt::format("slot {} holds id {}, outside [0, {}) (k = {})", s, id, E, k));
+    if (s >= n)
+      return violation(
+          "empty-slot",
+          fmt::format("slot {} holds id {} but only min(k, E) = {} slots exist", s, id, n));
+    if (seen[id]) return violation("id-repeated", fmt::format("expert {} appears twice", id));
+    seen[id] = 1;
+    if (real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f))
+      return violation("gate-nonfinite",
+                       fmt::format("slot {} (expert {}) has gate {} ({}); the spec's gates are "
+                                   "finite and >= 0 on this row",
+                                   s, id, decimal32(gates[s]), hex32(gates[s])));
+  }
+  return std::nullopt;
+}
+
+// The binary32 spec's gate formula on the router's kept set S: probs32 from
+// softmaxVecSpec<float>, then p_e / (sum over S in index order).
+std::vector<float> spec32GatesOfSet(std::span<const float> x, std::span<const int32_t> S) {
+  const std::vector<float> p = oracle::softmaxVecSpec(x);
+  std::vector<int32_t> byIndex(S.begin(), S.end());
+  std::sort(byIndex.begin(), byIndex.end());
+  float denom = 0.0f;
+  for (int32_t j : byIndex) denom += p[j];
+  std::vector<float> g;
+  for (int32_t e : S) g.push_back(p[e] / denom);
+  return g;
+}
+
+std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int32_t> S,
+                                  std::span<const float> gates, float m, const Contract& contract,
+                                  const VerdictConfig& config, LevelCounters& levels) {
+  const int32_t n = static_cast<int32_t>(S.size());
+  if (n == 0) return std::nullopt;
+  const int32_t E = static_cast<int32_t>(x.size());
+  const double c = contract.expMaxUlp;
+  const double F = config.gateFactor.value_or(contract.gateBudget.spec32Factor);
+  const double U = config.gateUlp.value_or(contract.gateBudget.ulp);
+  // Exact gates of S in binary64: G_e = exp(x_e - mS) / sum_S exp(x_j - mS), mS = max over S.
+  float mS = x[S[0]];
+  for (int32_t e : S) mS = mS <= x[e] ? x[e] : mS;
+  std::vector<double> P(n);
+  double sum = 0, maxShiftS = 0, maxShiftLocal = 0;
+  for (int32_t s = 0; s < n; ++s) {
+    double sh = static_cast<double>(mS) - static_cast<double>(x[S[s]]);
+    P[s] = std::exp(-sh);
+    sum += P[s];
+    if (std::isfinite(sh)) maxShiftLocal = std::max(maxShiftLocal, sh);
+    double shm = static_cast<double>(m) - static_cast<double>(x[S[s]]);
+    if (std::isfinite(shm)) maxShiftS = std::max(maxShiftS, shm);
+  }
+  if (!(sum > 0)) return std::nullopt;  // no finite logit in S: a selection violation already
+  std::optional<std::vector<float>> g32;
+  std::optional<std::vector<Certified>> exact;
+  for (int32_t s = 0; s < n; ++s) {
+    const int32_t e = S[s];
+    double shiftE = static_cast<double>(m) - static_cast<double>(x[e]);
+    if (!std::isfinite(shiftE)) shiftE = 0;  // x_e = -inf: G = 0, no relative term
+    const double Gd = P[s] / sum;
+    const double localShift = static_cast<double>(mS) - static_cast<double>(x[e]);
+    const double rho = (std::isfinite(localShift) ? localShift : 0.0) + maxShiftLocal + 2.0 * n + 8;
+    double err = Gd * rho * 0x1p-52 + 0x1p-1070;
+    double gLo = Gd - err, gHi = Gd + err;
+    const double g = gates[s];
+    auto budgetAt = [&](double G, double spec32Dev) {
+      double b = F * spec32Dev + U * ulp32(G);
+      if (config.analyticFloor) b += gateFloor(G, shiftE, maxShiftS, n, E, c);
+      return b;
+    };
+    auto decide = [&](double lo, double hi, double& devLo, double& devHi, double& bLo,
+                      double& bHi) -> Decision {
+      devHi = std::max(std::fabs(g - lo), std::fabs(g - hi));
+      devLo = (g >= lo && g <= hi) ? 0.0 : std::min(std::fabs(g - lo), std::fabs(g - hi));
+      bLo = budgetAt(std::max(lo, 0.0), 0.0);
+      if (devHi <= bLo) return Decision::kWithin;
+      if (!g32) g32 = spec32GatesOfSet(x, S);
+      const double q = (*g32)[s];
+      double tHi = std::max(std::fabs(q - lo), std::fabs(q - hi));
+      double tLo = (q >= lo && q <= hi) ? 0.0 : std::min(std::fabs(q - lo), std::fabs(q - hi));
+      bLo = budgetAt(std::max(lo, 0.0), tLo);
+      bHi = budgetAt(hi, tHi);
+      if (devHi <= bLo) return Decision::kWithin;
+      if (devLo > bHi) return Decision::kBeyond;
+      return Decision::kUndecided;
+    };
+    double devLo, devHi, bLo, bHi = 0;
+    Decision d = decide(gLo, gHi, devLo, devHi, bLo, bHi);
+    if (d != Decision::kUndecided) {
+      ++levels.gateDouble;
+    } else {
+      if (!exact) {
+        std::vector<size_t> keptSet(S.begin(), S.end());
+        exact = oracle::certified::keptGatesEnclosure(x, keptSet);
+      }
+      const Certified& G = (*exact)[s];
+      gLo = G.range.lowerDouble();
+      gHi = G.range.upperDouble();
+      d = decide(gLo, gHi, devLo, devHi, bLo, bHi);
+      if (d == Decision::kUndecided)
+        ++levels.gateUndecided;
+      else
+        ++levels.gateCertified;
+    }
+    if (d == Decision::kBeyond) {
+      return violation(
+          "gate-error",
+          fmt::format("slot {} (expert {}): gate {} ({}) but the exact gate of the router's kept "
+                      "set is in [{:.17g}, {:.17g}]; |g - exact| >= {:.6g} > budget {:.6g} "
+                      "(spec32 gate {:.9g}, factor {}, {} ulp, floor {})",
+                      s, e, decimal32(gates[s]), hex32(gates[s]), gLo, gHi, devLo, bHi,
+                      g32 ? (*g32)[s] : std::nan(""), F, U, config.analyticFloor ? "on" : "off"),
+          bHi > 0 ? devLo / bHi : std::numeric_limits<double>::infinity());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,
+                   std::span<const float> gates, const Contract& contract,
+                   const VerdictConfig& config, LevelCounters& levels) {
+  thread_local std::vector<uint8_t> seen;
+  const int32_t E = static_cast<int32_t>(x.size());
+  const int32_t n = std::min(k, E);
+  const bool real = isRealRow(x);
+  if (auto v = checkStructure(x, k, ids, gates, real, seen)) return *v;
+  if (!real) {
+    Verdict v;
+    v.outcome = Outcome::kAcceptable;
+    v.reason = "nonreal-row";
+    return v;
+  }
+  if (n == 0) return Verdict{};
+  const std::span<const int32_t> S = ids.first(static_cast<size_t>(n));
+  const bool onLogits = contract.selectsOn == SelectsOn::kLogits;
+  Verdict result;
+  double worstMargin = 0;
+
+  // Selection, float level: S is the spec's kept set iff its worst member (in beats order)
+  // beats every expert outside S (beats is a strict total order on indices here).
+  int32_t worst = S[0];
+  for (int32_t e : S)
+    if (beatsX(x, worst, e)) worst = e;
+  bool sameSet = true;
+  for (int32_t j = 0; j < E && sameSet; ++j)
+    if (!seen[j] && beatsX(x, j, worst)) sameSet = false;
+
+  std::optional<DoubleProbabilities> dp;
+  CertifiedProbabilities cp{x, std::nullopt};
+  const float m = [&] {
+    float mm = x[0];
+    for (float v : x) mm = mm <= v ? v : mm;
+    return mm;
+  }();
+  // One (kept i, displaced-or-misordered j) pair where j beats i on the logits.
+  auto judgeBeaten = [&](int32_t i, int32_t j, const char* what) -> std::optional<Verdict> {
+    if (x[i] == x[j])
+      return violation("tie-higher-index",
+                       fmt::format("{}: experts {} and {} tie exactly ({} and {}), so expert {} "
+                                   "(the lower index) must win",
+                                   what, j, i, logitText(x, j), logitText(x, i), std::min(i, j)));
+    const std::string kindIfBeaten =
+        std::string_view(what) == "order" ? "slot-order" : (onLogits ? "kept-set" : "beaten-kept");
+    if (onLogits)
+      return violation(kindIfBeaten,
+                       fmt::format("{}: expert {} ranks above expert {} on the logits ({} > {}) "
+                                   "and the router selects on logits",
+                                   what, j, i, logitText(x, j), logitText(x, i)));
+    if (!dp) dp.emplace(x);
+    PairJudgement pj = judgePair(x, i, j, contract.expMaxUlp, *dp, cp, levels);
+    if (pj.decision == Decision::kBeyond)
+      return violation(
+          kindIfBeaten,
+          fmt::format("{}: expert {} beats expert {} by p_j - p_i = {:.6g}, beyond "
+                      "the binary32 rounding budget b_i + b_j = {:.6g} ({}, {})",
+                      what, j, i, pj.diff, pj.budget, logitText(x, j), logitText(x, i)),
+          pj.budget > 0 ? pj.diff / pj.budget : 0);
+    worstMargin = std::max(worstMargin, pj.budget > 0 ? pj.diff / pj.budget : 0);
+    return std::nullopt;
+  };
+
+  if (sameSet) {
+    ++levels.selectionFloat;
+  } else {
+    if (auto v = checkDifferentSet(x, S, seen, onLogits, contract.expMaxUlp, cp, levels,
+                                   worstMargin, dp))
+      return *v;
+    result.outcome = Outcome::kAcceptable;
+    result.reason = "near-tie-probabilities";
+  }
+
+  if (contract.slotOrder == SlotOrder::kRank) {
+    for (int32_t s = 0; s + 1 < n; ++s) {
+      if (beatsX(x, S[s], S[s + 1])) continue;
+      if (auto v = judgeBeaten(S[s], S[s + 1], "order")) return *v;
+      if (result.outcome == Outcome::kExact) {
+        result.outcome = Outcome::kAcceptable;
+        result.reason = "near-tie-order";
+      }
+    }
+  }
+
+  if (auto v = checkGates(x, S, gates.first(static_cast<size_t>(n)), m, contract, config, levels))
+    return *v;
+  result.margin = worstMargin;
+  return result;
+}
+
+}  // namespace moe::fuzz
