@@ -5,48 +5,76 @@
 namespace moe {
 namespace {
 
-// Rows are done four at a time so that each row of W, once loaded, serves four
-// accumulations; the j loop is plain elementwise work that the compiler vectorises
-// without changing any element's order of summation (contraction is off globally).
-constexpr std::int64_t kRowBlock = 4;
+// A block of kRows rows times a panel of kLanes columns is accumulated in registers over the
+// whole inner dimension, then stored: every element is still ((0 + x0 w0) + x1 w1) + ... in
+// index order, exactly as the one-row scalar loop computes it (contraction is off
+// globally, and GCC's vector extensions round each lane like the scalar operation), so a
+// row's result does not depend on which block or panel path computed it.
+constexpr std::int64_t kRows = 4;
+constexpr std::int64_t kLanes = 8;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
-void accumulateBlock(const float* x, std::int64_t block_rows, std::int64_t n_in, const float* w,
-                     std::int64_t n_out, float* y) {
+// Loads and stores go through memcpy (the rows are not aligned to the vector size); they are
+// written out where used because a function returning Lanes would change the psABI.
+#define MOE_LOAD_LANES(dst, src) __builtin_memcpy(&(dst), (src), sizeof(Lanes))
+#define MOE_STORE_LANES(dst, src) __builtin_memcpy((dst), &(src), sizeof(Lanes))
+
+// Full block: kRows rows, columns [j, j + kLanes).
+void panelOfFourRows(const float* x, std::int64_t n_in, const float* w, std::int64_t n_out,
+                     std::int64_t j, float* y) {
+  Lanes acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
   for (std::int64_t i = 0; i < n_in; ++i) {
-    const float* __restrict w_row = w + i * n_out;
-    if (block_rows == kRowBlock) {
-      const float a0 = x[0 * n_in + i], a1 = x[1 * n_in + i];
-      const float a2 = x[2 * n_in + i], a3 = x[3 * n_in + i];
-      float* __restrict y0 = y + 0 * n_out;
-      float* __restrict y1 = y + 1 * n_out;
-      float* __restrict y2 = y + 2 * n_out;
-      float* __restrict y3 = y + 3 * n_out;
-      for (std::int64_t j = 0; j < n_out; ++j) {
-        const float wj = w_row[j];
-        y0[j] += a0 * wj;
-        y1[j] += a1 * wj;
-        y2[j] += a2 * wj;
-        y3[j] += a3 * wj;
-      }
-    } else {
-      for (std::int64_t r = 0; r < block_rows; ++r) {
-        const float a = x[r * n_in + i];
-        float* __restrict yr = y + r * n_out;
-        for (std::int64_t j = 0; j < n_out; ++j) yr[j] += a * w_row[j];
-      }
-    }
+    Lanes wi;
+    MOE_LOAD_LANES(wi, w + i * n_out + j);
+    acc0 += x[0 * n_in + i] * wi;
+    acc1 += x[1 * n_in + i] * wi;
+    acc2 += x[2 * n_in + i] * wi;
+    acc3 += x[3 * n_in + i] * wi;
   }
+  MOE_STORE_LANES(y + 0 * n_out + j, acc0);
+  MOE_STORE_LANES(y + 1 * n_out + j, acc1);
+  MOE_STORE_LANES(y + 2 * n_out + j, acc2);
+  MOE_STORE_LANES(y + 3 * n_out + j, acc3);
+}
+
+// One row, columns [j, j + kLanes).
+void panelOfOneRow(const float* x, std::int64_t n_in, const float* w, std::int64_t n_out,
+                   std::int64_t j, float* y) {
+  Lanes acc = {};
+  for (std::int64_t i = 0; i < n_in; ++i) {
+    Lanes wi;
+    MOE_LOAD_LANES(wi, w + i * n_out + j);
+    acc += x[i] * wi;
+  }
+  MOE_STORE_LANES(y + j, acc);
+}
+
+// One row, one column: the tail past the last full panel.
+void singleColumn(const float* x, std::int64_t n_in, const float* w, std::int64_t n_out,
+                  std::int64_t j, float* y) {
+  float acc = 0.0f;
+  for (std::int64_t i = 0; i < n_in; ++i) acc += x[i] * w[i * n_out + j];
+  y[j] = acc;
 }
 
 }  // namespace
 
 void rowMajorProduct(const float* x, std::int64_t rows, std::int64_t n_in, const float* w,
                      std::int64_t n_out, float* y) {
-  std::fill(y, y + rows * n_out, 0.0f);
-  for (std::int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
-    const std::int64_t block_rows = std::min(kRowBlock, rows - r0);
-    accumulateBlock(x + r0 * n_in, block_rows, n_in, w, n_out, y + r0 * n_out);
+  const std::int64_t full_panels_end = n_out - n_out % kLanes;
+  const std::int64_t full_blocks_end = rows - rows % kRows;
+  // Panels outermost: a panel of W (n_in x kLanes floats) is read from memory once and then
+  // served from L1 to every row block, so W traffic does not grow with the row count. This
+  // matters for the sparse forward, whose expert groups are small.
+  for (std::int64_t j = 0; j < full_panels_end; j += kLanes) {
+    for (std::int64_t r = 0; r < full_blocks_end; r += kRows)
+      panelOfFourRows(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
+    for (std::int64_t r = full_blocks_end; r < rows; ++r)
+      panelOfOneRow(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
   }
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = full_panels_end; j < n_out; ++j)
+      singleColumn(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
 }
 
 }  // namespace moe
