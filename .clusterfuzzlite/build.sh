@@ -37,7 +37,7 @@ targets=(fuzz_route fuzz_gates fuzz_layer fuzz_capacity fuzz_vectors fuzz_extern
 known=()
 for t in "${targets[@]}"; do
   # A target the checkout does not define yet is left out, not an error.
-  if cmake --build "$WORK/build" --target help | grep -q "^$t:"; then
+  if ninja -C "$WORK/build" -t targets all | grep -q "^$t:"; then
     known+=("$t")
   fi
 done

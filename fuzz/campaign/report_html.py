@@ -16,6 +16,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;border-bott
 .card b{display:block;font-size:22px}.bad b{color:#c00}.ok b{color:#070}
 table{border-collapse:collapse;margin:4px 0}th,td{border:1px solid #ddd;padding:3px 8px;
 text-align:right;font-size:13px}th{background:#f3f3f3;text-align:left}td.l,th.l{text-align:left}
+code.sig{white-space:nowrap}
 code{font:12px 'DejaVu Sans Mono',monospace;background:#f6f6f6;padding:1px 3px;word-break:break-all}
 .badge{display:inline-block;padding:1px 8px;border-radius:9px;color:#fff;font-size:12px}
 .b-ok{background:#2a7}.b-bad{background:#c33}.b-warn{background:#d80}.b-off{background:#888}
@@ -62,7 +63,8 @@ def _violations(report):
     for v in report["violations"]:
         link = (f'<a href="{escape(v["reproducer"])}">{escape(v["reproducer"])}</a>'
                 if v.get("reproducer") else "-")
-        rows.append([f'<code>{escape(v["signature"])}</code>', escape(v.get("kind", "")),
+        rows.append([f'<code class="sig">{escape(v["signature"])}</code>',
+                     escape(v.get("kind", "")),
                      escape(v.get("source", "")), _num(v.get("count", 1)),
                      _badge("new") if v.get("new") else _badge("known"),
                      f'<code>{escape(v.get("command", ""))}</code>', link])
@@ -77,11 +79,14 @@ def _routers(report):
         reasons = ", ".join(f"{k}: {n}" for k, n in sorted(r.get("acceptable_reasons",
                                                                  {}).items()))
         rows.append([escape(r["router"]), _badge(r.get("status", "")), _num(r.get("cases", 0)),
-                     _num(r.get("cases_per_s", 0)), _num(v.get("exact", 0)),
+                     _num(r.get("tokens", 0)), _num(r.get("cases_per_s", 0)),
+                     _num(v.get("exact", 0)),
                      _num(v.get("acceptable", 0)), _num(v.get("violation", 0)),
                      escape(reasons or r.get("message", ""))])
-    return _table(["router", "status", "cases", "cases/s", "exact", "acceptable", "violation",
-                   "acceptable reasons / note"], rows) if rows else "<p>No router was run.</p>"
+    if not rows:
+        return "<p>No router was run.</p>"
+    return _table(["router", "status", "cases", "tokens", "cases/s", "exact", "acceptable",
+                   "violation", "acceptable reasons / note"], rows)
 
 
 def _targets(report):
@@ -117,9 +122,9 @@ def render(report):
         _card("violations (new: %d)" % tot["new_violations"], tot["violations"],
               "bad" if tot["violations"] else "ok"),
         _card("router cases", tot["router_cases"]),
-        _card("exact", tot["verdicts"]["exact"]),
-        _card("acceptable", tot["verdicts"]["acceptable"]),
-        _card("violation verdicts", tot["verdicts"]["violation"],
+        _card("tokens judged exact", tot["verdicts"]["exact"]),
+        _card("tokens judged acceptable", tot["verdicts"]["acceptable"]),
+        _card("tokens judged violation", tot["verdicts"]["violation"],
               "bad" if tot["verdicts"]["violation"] else "ok"),
         _card("libFuzzer execs", tot["libfuzzer_execs"]),
         _card("corpus inputs added", tot["corpus_added"]),
@@ -138,7 +143,7 @@ def render(report):
 CPU flags: {escape(" ".join(host.get("cpu_flags", [])) or "none of avx2/avx512")}</div>
 <div class="cards">{cards}</div>
 <h2>Violations and crashes (deduplicated by signature)</h2>{_violations(report)}
-<h2>Routers: moe-oracle fuzz, verdicts by kind</h2>{_routers(report)}
+<h2>Routers: moe-oracle fuzz, verdicts by kind (one per token)</h2>{_routers(report)}
 <h2>libFuzzer targets</h2>{_targets(report)}
 {_plots(report)}
 {pending}

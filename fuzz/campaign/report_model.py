@@ -2,7 +2,8 @@
 
 Fields (docs/nightly.md explains each for readers):
   schema, campaign_id, started, finished, complete, interrupted, budget_s, seed, host,
-  totals {router_cases, verdicts {exact, acceptable, violation}, libfuzzer_execs,
+  totals {router_cases, router_tokens, verdicts (per token) {exact, acceptable, violation},
+          libfuzzer_execs,
           violations, new_violations, corpus_added},
   routers [...], targets [...], violations [...], pending [step ids not yet run]
 """
@@ -81,6 +82,7 @@ def build(state, *, interrupted):
         "host": host_info(),
         "totals": {
             "router_cases": sum(r.get("cases", 0) for r in routers),
+            "router_tokens": sum(r.get("tokens", 0) for r in routers),
             "verdicts": verdicts,
             "libfuzzer_execs": sum(t.get("execs", 0) for t in targets),
             "violations": len(violations),

@@ -1,11 +1,12 @@
 """Part 1 of a campaign: `moe-oracle fuzz --json` on each built-in router.
 
-A router this CPU lacks makes moe-oracle exit 2 with a message; that is recorded as
-"unavailable" (with the message), not as a failure of the campaign.
+A router this CPU lacks makes moe-oracle exit 2 with a message, or abstain on every case;
+either is recorded as "unavailable" (with the reason), not as a failure of the campaign.
 """
 
 import json
 import os
+import re
 import shutil
 
 import child_process
@@ -18,9 +19,11 @@ BUILTIN_ROUTERS = [
 
 def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
     """Runs one router's campaign; returns its report entry (a dict)."""
-    work = os.path.join(out_dir, "work", "routers", router)
+    # A user's library is given by path: its file name, made safe, names its files.
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(router))
+    work = os.path.join(out_dir, "work", "routers", safe)
     os.makedirs(work, exist_ok=True)
-    log = os.path.join(out_dir, "logs", f"router-{router}.log")
+    log = os.path.join(out_dir, "logs", f"router-{safe}.log")
     stdout = os.path.join(work, "fuzz.json")
     cmd = [moe_oracle, "fuzz", "--impl", router, "--seconds", str(seconds), "--seed",
            str(seed), "--out", os.path.join(work, "reproducers"), "--json"]
@@ -40,8 +43,12 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
         entry["message"] = _last_line(log)
         return entry
     entry["status"] = "violation" if outcome.rc == 1 else "clean"
-    for key in ("seed", "cases", "tokens", "cases_per_s", "verdicts", "acceptable_reasons",
-                "levels"):
+    if outcome.rc == 0 and result.get("cases", 0) > 0 and result.get("abstained") == result[
+            "cases"]:
+        entry["status"] = "unavailable"  # it abstained on every case: e.g. the ISA is missing
+        entry["message"] = "abstained on every case"
+    for key in ("seed", "cases", "tokens", "abstained", "cases_per_s", "verdicts",
+                "acceptable_reasons", "levels"):
         if key in result:
             entry[key] = result[key]
     entry["violations"] = [_keep_reproducer(v, out_dir) for v in result.get("violations", [])]

@@ -172,10 +172,17 @@ TEST_F(HostileInput, SizesThatClaimGigabytes) {
       write("product-overflows.json",
             withReproducer(R"("tokens": 4294967296, "experts": 4294967296, "k": 1, )" + ids)),
       "tokens*experts overflows 64 bits");
-  expectFileRejected(
+  // A thread count is a request, not a size: clamping it is fine, spawning 10^8 threads is
+  // not. Whatever the verdict, the run must end by itself, quickly and within the limits.
+  const fs::path threads =
       write("threads-huge.json",
-            withReproducer(R"("tokens": 1, "experts": 1, "k": 1, "threads": 100000000, )" + ids)),
-      "threads = 10^8");
+            withReproducer(R"("tokens": 1, "experts": 1, "k": 1, "threads": 100000000, )" + ids));
+  for (const char* sub : {"replay", "explain"}) {
+    ProcessResult r = moeOracle({sub, threads.string()});
+    EXPECT_TRUE(r.exited && r.exit_code >= 0 && r.exit_code <= 2)
+        << "threads = 10^8 (" << sub << "): " << r.describe() << "\n"
+        << r.output;
+  }
 }
 
 TEST_F(HostileInput, NonUtf8Bytes) {
