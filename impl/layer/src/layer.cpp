@@ -162,9 +162,19 @@ RowMatrix Layer::routerProbabilities(const RowMatrix& logits) {
 }
 
 Routing Layer::route(const RowMatrix& x) const {
-  const RowMatrix logits = routerLogits(x);
+  return routeLogits(routerLogits(x));
+}
+
+Routing Layer::routeLogits(const RowMatrix& logits) const {
+  if (logits.cols() != expertCount()) {
+    throw std::invalid_argument("moe::Layer: logits are " + sizeText(logits.rows(), logits.cols()) +
+                                " but the layer has " + std::to_string(expertCount()) + " experts");
+  }
+  if (logits.rows() > std::numeric_limits<std::int32_t>::max()) {
+    throw std::invalid_argument("moe::Layer: more than 2^31 - 1 tokens in one call");
+  }
   Routing routing;
-  routing.tokens = x.rows();
+  routing.tokens = logits.rows();
   routing.k = k_;
   // Sentinels a router must overwrite: checkRouting rejects any slot it left alone.
   routing.ids.assign(static_cast<std::size_t>(routing.tokens * k_),
@@ -285,8 +295,9 @@ CapacityForward Layer::forward_capacity(const RowMatrix& x, const CapacityOption
     throw std::invalid_argument("moe::Layer::forward_capacity: capacity must be >= 0");
   }
   CapacityForward result;
-  result.routing = route(x);
-  result.probabilities = routerProbabilities(routerLogits(x));
+  const RowMatrix logits = routerLogits(x);
+  result.routing = routeLogits(logits);
+  result.probabilities = routerProbabilities(logits);
   const std::int64_t tokens = x.rows(), experts = expertCount();
   result.keep.assign(result.routing.ids.size(), 0);
   for (std::int64_t t0 = 0; t0 < tokens; t0 += options.unit_tokens) {

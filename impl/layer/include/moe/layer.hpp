@@ -106,6 +106,8 @@ class Layer {
   /// Runs the router on the logits; throws std::runtime_error if it fails or returns an
   /// id outside [-1, E) (or -1 inside the first min(k, E) slots).
   Routing route(const RowMatrix& x) const;
+  /// The same, from logits already computed (T x E).
+  Routing routeLogits(const RowMatrix& logits) const;
 
   /// Dense: every expert runs on every token; out = sum over e in index order of
   /// g_e * expert_e(x), g_e = 0 for experts not kept (forwardSpec).
