@@ -49,6 +49,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, help="default: the campaign's start time")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
     p.add_argument("--external", help="a moe_route_v1 library for fuzz_external (MOE_IMPL)")
+    p.add_argument("--crash-reproducer", help="moe-crash-reproducer binary (default: beside "
+                   "moe-oracle)")
     a = p.parse_args(argv)
     if a.budget is None:
         a.budget = NIGHTLY_BUDGET_S if a.nightly else 180
@@ -60,6 +62,9 @@ def parse_args(argv):
         if not sep or not name or not folder:
             p.error(f"--fuzz-build wants NAME=DIR, got {spec!r}")
         a.builds.append((name, os.path.abspath(folder)))
+    if a.crash_reproducer is None and a.moe_oracle:
+        beside = os.path.join(os.path.dirname(a.moe_oracle), "moe-crash-reproducer")
+        a.crash_reproducer = beside if os.access(beside, os.X_OK) else None
     a.out = os.path.abspath(a.out)
     a.corpus_root = os.path.abspath(a.corpus_root or os.path.join(a.repo, "corpus"))
     return a
@@ -134,7 +139,7 @@ def run_libfuzzer_step(a, state, info, seconds, build_dir):
         c = crash_triage.triage(binary, target, build, signature, artifacts, out_dir=a.out,
                                 moe_oracle=a.moe_oracle or "moe-oracle", minimize_runs=10000,
                                 minimize_seconds=min(30, max(5, seconds // 4)),
-                                rss_limit_mb=rss)
+                                rss_limit_mb=rss, crash_reproducer=a.crash_reproducer)
         campaign_state.remember_signature(state, signature)
         crashes.append(c)
     entry["crashes"] = crashes

@@ -1,0 +1,97 @@
+// moe-crash-reproducer: turns a libFuzzer input of a routing target (fuzz_route,
+// fuzz_gates) into golden-vector reproducers, through the code moe-oracle itself uses:
+// the case decoder (decodeCase), the verdict (judgeCase) and the reproducer writer
+// (reproducerFile). The campaign runner calls it on each minimised crash, so a crash
+// found by libFuzzer replays with `moe-oracle replay FILE.json` like any other violation.
+//
+// usage: moe-crash-reproducer --out DIR [--impl NAME|PATH.so]... [--signature LINE] INPUT
+// Each router (default: every built-in router this CPU has) is judged on the decoded case;
+// for each violation a reproducer is written to DIR and "reproducer: PATH" plus the
+// signature line are printed. With --signature only the violation with that signature is
+// kept. Exit 0: at least one reproducer written; 1: no router violates on this input;
+// 2: bad usage, unreadable input, or a router that cannot be loaded.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "moe/fuzz/case.hpp"
+#include "moe/fuzz/report.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
+
+namespace {
+
+using namespace moe::fuzz;
+
+std::string safeFileStem(std::string s) {
+  for (char& ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
+  return s;
+}
+
+std::vector<uint8_t> readBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Judges the case on one router; writes a reproducer when it violates. Returns the path.
+std::optional<std::string> reproduceOn(const Router& router, const Case& c,
+                                       const std::string& input, const std::string& outDir,
+                                       const std::string& wantSignature) {
+  LevelCounters levels;
+  CaseResult result = judgeCase(router, c, VerdictConfig{}, levels);
+  if (result.abstained || !result.violation) return std::nullopt;
+  std::string signature = signatureLine(router.name(), result.violation->kind, c.experts, c.k);
+  if (!wantSignature.empty() && signature != wantSignature) return std::nullopt;
+  nlohmann::json provenance = {{"tool", "moe-crash-reproducer"},
+                               {"input", std::filesystem::path(input).filename().string()},
+                               {"impl", router.name()}};
+  std::filesystem::create_directories(outDir);
+  std::filesystem::path path = std::filesystem::path(outDir) /
+                               (safeFileStem(signature.substr(signature.find(' ') + 1)) + ".json");
+  std::ofstream out(path);
+  out << reproducerFile(router, c, result, provenance).dump(2) << "\n";
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  std::printf("reproducer: %s\n%s\n", path.c_str(), signature.c_str());
+  return path.string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"moe-crash-reproducer: a libFuzzer routing input -> golden-vector reproducers"};
+  std::string outDir, input, signature;
+  std::vector<std::string> impls;
+  app.add_option("--out", outDir, "folder for the reproducers")->required();
+  app.add_option("--impl", impls, "router name or .so (default: every available built-in)");
+  app.add_option("--signature", signature, "keep only the violation with this signature line");
+  app.add_option("input", input, "the libFuzzer input file")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    Case c = decodeCase(readBytes(input));
+    if (impls.empty())
+      for (const auto& name : builtinRouterNames())
+        if (builtinRouterAvailable(name)) impls.push_back(name);
+    int written = 0;
+    for (const auto& impl : impls) {
+      auto router = openRouter(impl);
+      if (reproduceOn(*router, c, input, outDir, signature)) ++written;
+    }
+    if (written == 0)
+      std::fprintf(stderr, "moe-crash-reproducer: no router violates on %s\n", input.c_str());
+    return written > 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moe-crash-reproducer: %s\n", e.what());
+    return 2;
+  }
+}
