@@ -1,6 +1,7 @@
 // The CUDA router through its ABI (libmoe_route_cuda.so): the kernel cases of
 // route_cases.hpp on the GPU (skipped without one), plus argument validation and the
 // contract, which need no GPU and always run.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,6 +44,23 @@ TEST(CudaContract, IsJsonWithTheAbiFields) {
   EXPECT_TRUE(contract.at("gate_budget").at("spec32_factor").is_number());
   EXPECT_TRUE(contract.at("gate_budget").at("ulp").is_number());
   EXPECT_TRUE(contract.at("nonfinite_rows").is_string());
+}
+
+// Loaded the way a user's program or the fuzzer loads a router: by path, with dlopen.
+TEST(CudaSharedLibrary, LoadsWithDlopenAndExportsTheAbi) {
+  void* handle = dlopen(MOE_CUDA_ROUTER_LIB, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  using RouteV1 =
+      int (*)(std::int32_t, std::int32_t, std::int32_t, const float*, std::int32_t*, float*);
+  using ContractV1 = const char* (*)();
+  const auto route = reinterpret_cast<RouteV1>(dlsym(handle, "moe_route_v1"));
+  const auto contract = reinterpret_cast<ContractV1>(dlsym(handle, "moe_route_v1_contract"));
+  ASSERT_NE(route, nullptr);
+  ASSERT_NE(contract, nullptr);
+  EXPECT_EQ(nlohmann::json::parse(contract()).at("name"), "cuda-probs");
+  EXPECT_EQ(route(-1, 1, 1, nullptr, nullptr, nullptr), MOE_ROUTE_EBADSIZE);
+  EXPECT_EQ(dlsym(handle, "cudaMalloc"), nullptr);  // the static cudart stays private
+  dlclose(handle);
 }
 
 TEST(CudaArguments, RejectedBeforeAnyDeviceWorkAndEmptyShapesNeedNoDevice) {
