@@ -95,9 +95,19 @@ struct Scratch {
   std::vector<float> keptVals;
   std::vector<int32_t> keptIds;
   std::vector<float> keptExps;
+  // rotations[r * lanes + i] = (i + r) mod lanes: lane i meets lane i + r.
+  HWY_ALIGN int32_t rotations[kMaxLanes * kMaxLanes];
+  // Candidates of the fast selection; two vectors' room (CompressStore may write a
+  // whole vector past the last candidate).
+  HWY_ALIGN float candVals[2 * kMaxLanes] = {};
+  HWY_ALIGN int32_t candIds[2 * kMaxLanes] = {};
   Scratch(D d, int32_t experts, int32_t k) {
     const int32_t kk = std::min(k, experts);
-    probs.resize(paddedSize(experts, hn::Lanes(d)));
+    const size_t lanes = hn::Lanes(d);
+    for (size_t r = 0; r < lanes; ++r) {
+      for (size_t i = 0; i < lanes; ++i) rotations[r * lanes + i] = int32_t((i + r) % lanes);
+    }
+    probs.resize(paddedSize(experts, lanes));
     if (kk > kInsertionTopKMax) {
       keptVals.resize(static_cast<size_t>(kk));
       keptIds.resize(static_cast<size_t>(kk));
@@ -105,6 +115,99 @@ struct Scratch {
     }
   }
 };
+
+// --- Fast top-k for kk <= lanes / 2 (or rows of at most one vector) -------------------
+// Every top-k element is >= T, the kk-th largest of the lane-wise maxima (kk lanes hold a
+// maximum >= T, each a distinct element). Typically ~10 elements pass (E = 64 or 256,
+// k = 8, 16 lanes); they are compressed in index order and ranked in one vector by
+// counting, over all lane rotations, how many candidates beat each one. More candidates
+// than lanes: the caller falls back to SelectTopKVector.
+
+// The kk-th largest lane of m: the smallest lane that fewer than kk lanes exceed.
+HWY_INLINE float KthLargestLane(D d, V m, int32_t kk, const int32_t* rotations) {
+  const hn::RebindToSigned<D> di;
+  const size_t lanes = hn::Lanes(d);
+  auto greater = hn::Zero(di);
+  for (size_t r = 1; r < lanes; ++r) {
+    const V other = hn::TableLookupLanes(m, hn::SetTableIndices(d, rotations + r * lanes));
+    greater = hn::Sub(greater, hn::VecFromMask(di, hn::RebindMask(di, hn::Gt(other, m))));
+  }
+  const auto inTop = hn::RebindMask(d, hn::Lt(greater, hn::Set(di, kk)));
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  return hn::GetLane(hn::MinOfLanes(d, hn::IfThenElse(inTop, m, inf)));
+}
+
+// Compresses the elements >= t of v[0..n) and their indices, in index order, into the
+// scratch candidates. Returns their count, or -1 when more than one vector's worth.
+HWY_INLINE int32_t GatherCandidates(D d, const float* v, int32_t n, float t, Scratch& scratch) {
+  const hn::RebindToSigned<D> di;
+  const int32_t lanes = static_cast<int32_t>(hn::Lanes(d));
+  const V vt = hn::Set(d, t);
+  int32_t count = 0;
+  for (int32_t b = 0; b < n; b += lanes) {
+    auto pass = hn::Ge(LoadBlock(d, v, b, n), vt);
+    if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
+    const auto passing = static_cast<int32_t>(hn::CountTrue(d, pass));
+    if (count + passing > lanes) return -1;
+    hn::CompressStore(LoadBlock(d, v, b, n), pass, d, scratch.candVals + count);
+    hn::CompressStore(hn::Iota(di, b), hn::RebindMask(di, pass), di, scratch.candIds + count);
+    count += passing;
+  }
+  return count;
+}
+
+// Ranks `count` candidates (in index order) by the routing rule and writes the best kk.
+HWY_INLINE void RankCandidates(D d, int32_t count, int32_t kk, const Scratch& scratch,
+                               int32_t* keptIds, float* keptVals) {
+  const hn::RebindToSigned<D> di;
+  const size_t lanes = hn::Lanes(d);
+  const V v = hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(count)),
+                             hn::Load(d, scratch.candVals), hn::Set(d, kNegInf));
+  auto rank = hn::Zero(di);
+  for (size_t r = 1; r < lanes; ++r) {
+    const V other = hn::TableLookupLanes(v, hn::SetTableIndices(d, scratch.rotations + r * lanes));
+    // Lane i meets lane (i + r) mod lanes, an earlier candidate exactly when i + r >= lanes.
+    const auto earlier = hn::Not(hn::FirstN(d, lanes - r));
+    const auto beats = hn::Or(hn::Gt(other, v), hn::And(earlier, hn::Eq(other, v)));
+    rank = hn::Sub(rank, hn::VecFromMask(di, hn::RebindMask(di, beats)));
+  }
+  // The ranks are a permutation of 0..lanes-1 (padding lanes rank last): invert it.
+  HWY_ALIGN int32_t ranks[kMaxLanes];
+  HWY_ALIGN float vals[kMaxLanes];
+  hn::Store(rank, di, ranks);
+  hn::Store(v, d, vals);
+  int32_t placedIds[kMaxLanes];
+  float placedVals[kMaxLanes];
+  for (size_t i = 0; i < lanes; ++i) {
+    placedIds[ranks[i]] = scratch.candIds[i];
+    placedVals[ranks[i]] = vals[i];
+  }
+  std::copy(placedIds, placedIds + kk, keptIds);
+  std::copy(placedVals, placedVals + kk, keptVals);
+}
+
+bool UsesFastSelect(D d, int32_t n, int32_t kk) {
+  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+  return lanes >= 4 && (n <= lanes || 2 * kk <= lanes);
+}
+
+// Fast selection of the kk best of v[0..n) (no NaN); laneMax = lane-wise max over the
+// blocks of v. Returns false when too many candidates pass the threshold.
+HWY_INLINE bool SelectTopKFast(D d, const float* v, int32_t n, int32_t kk, V laneMax,
+                               Scratch& scratch, int32_t* keptIds, float* keptVals) {
+  const hn::RebindToSigned<D> di;
+  int32_t count = n;
+  if (n <= static_cast<int32_t>(hn::Lanes(d))) {
+    hn::Store(LoadBlock(d, v, 0, n), d, scratch.candVals);
+    hn::Store(hn::Iota(di, 0), di, scratch.candIds);
+  } else {
+    const float t = KthLargestLane(d, laneMax, kk, scratch.rotations);
+    count = GatherCandidates(d, v, n, t, scratch);
+    if (count < 0) return false;
+  }
+  RankCandidates(d, count, kk, scratch, keptIds, keptVals);
+  return true;
+}
 
 void ProbsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
               Scratch& scratch) {
@@ -126,16 +229,24 @@ void ProbsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, flo
   float* p = scratch.probs.data();
   const V vm = hn::Set(d, m);
   V acc = hn::Zero(d);
+  V laneMaxE = hn::Zero(d);
   for (int32_t b = 0; b < experts; b += lanes) {
     const V e = hn::Exp(d, hn::Sub(LoadBlock(d, x, b, experts), vm));
     hn::StoreU(e, d, p + b);
     acc = hn::Add(acc, e);
+    laneMaxE = hn::Max(laneMaxE, e);
   }
   const V vsum = hn::SumOfLanes(d, acc);
   for (int32_t b = 0; b < experts; b += lanes) {
     hn::StoreU(hn::Div(hn::LoadU(d, p + b), vsum), d, p + b);
   }
-  if (kk <= kInsertionTopKMax) {
+  int32_t fastIds[kMaxLanes];
+  float fastVals[kMaxLanes];
+  // Division by the sum rounds monotonically, so it maps lane maxima to lane maxima.
+  if (UsesFastSelect(d, experts, kk) &&
+      SelectTopKFast(d, p, experts, kk, hn::Div(laneMaxE, vsum), scratch, fastIds, fastVals)) {
+    renormaliseKept(fastIds, fastVals, kk, ids, gates);
+  } else if (kk <= kInsertionTopKMax) {
     TopList top;
     top.cap = kk;
     SelectTopKVector(d, p, experts, top);
@@ -160,20 +271,48 @@ void SoftmaxKept(D d, const int32_t* keptIds, const float* keptVals, int32_t kk,
     return;
   }
   const V vm = hn::Set(d, m);
-  for (int32_t b = 0; b < kk; b += static_cast<int32_t>(hn::Lanes(d))) {
-    hn::StoreU(hn::Exp(d, hn::Sub(LoadBlock(d, keptVals, b, kk), vm)), d, exps + b);
+  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+  V acc = hn::Zero(d);
+  for (int32_t b = 0; b < kk; b += lanes) {
+    const V e = hn::Exp(d, hn::Sub(LoadBlock(d, keptVals, b, kk), vm));
+    hn::StoreU(e, d, exps + b);
+    acc = hn::Add(acc, e);
   }
-  float sum = 0.0f;
-  for (int32_t s = 0; s < kk; ++s) sum += exps[s];
+  const V vsum = hn::SumOfLanes(d, acc);  // lane-wise: fixed order for a given kk
+  for (int32_t b = 0; b < kk; b += lanes) {
+    hn::StoreU(hn::Div(hn::LoadU(d, exps + b), vsum), d, exps + b);
+  }
   for (int32_t s = 0; s < kk; ++s) {
     ids[s] = keptIds[s];
-    gates[s] = exps[s] / sum;
+    gates[s] = exps[s];
   }
 }
 
 void LogitsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
                Scratch& scratch) {
   const int32_t kk = std::min(k, experts);
+  if (UsesFastSelect(d, experts, kk)) {
+    const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+    V laneMax = hn::Set(d, kNegInf);
+    V nanLanes = hn::Zero(d);
+    for (int32_t b = 0; b < experts; b += lanes) {
+      const V xb = LoadBlock(d, x, b, experts);
+      laneMax = hn::Max(laneMax, xb);
+      nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
+    }
+    if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes))) {
+      writeNonfiniteRow(k, kk, ids, gates);
+      return;
+    }
+    int32_t keptIds[kMaxLanes];
+    HWY_ALIGN float keptVals[kMaxLanes];
+    if (SelectTopKFast(d, x, experts, kk, laneMax, scratch, keptIds, keptVals)) {
+      HWY_ALIGN float exps[kMaxLanes];
+      SoftmaxKept(d, keptIds, keptVals, kk, exps, ids, gates);
+      clearEmptySlots(k, kk, ids, gates);
+      return;
+    }
+  }
   if (kk <= kInsertionTopKMax) {
     TopList top;
     top.cap = kk;

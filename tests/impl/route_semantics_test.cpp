@@ -72,6 +72,33 @@ TEST_P(RouterSemantics, KeepsReferenceSetOnSeparatedRowsForEveryE) {
   }
 }
 
+// Rows drawn from a few integer values (plus masked experts): many exact ties inside and
+// across vector blocks, so both the SIMD fast selection (few candidates above the
+// threshold) and its fallback (more candidates than lanes) meet ties at the boundary.
+TEST_P(RouterSemantics, TieHeavyRowsMatchTheReference) {
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int> level(0, 5);
+  for (const int32_t experts : {9, 17, 64, 100, 256}) {
+    for (int32_t k = 1; k <= 9; ++k) {
+      const int32_t tokens = 40;
+      std::vector<float> x(static_cast<size_t>(tokens) * experts);
+      for (auto& v : x) {
+        const int l = level(rng);
+        v = l == 0 ? -kInf : float(l) * (l % 2 == 0 ? 1.0f : -0.5f);
+      }
+      const Routed out = route(tokens, experts, k, x);
+      for (int32_t t = 0; t < tokens; ++t) {
+        const RowReference ref = referenceRow(&x[size_t(t) * experts], experts, k, probsMode());
+        for (int32_t s = 0; s < std::min(k, experts); ++s) {
+          ASSERT_EQ(out.ids[size_t(t) * k + s], ref.ids[s])
+              << "E=" << experts << " k=" << k << " t=" << t << " s=" << s;
+          ASSERT_NEAR(out.gates[size_t(t) * k + s], ref.gates[s], 1e-6 * ref.gates[s] + 1e-30);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(RouterSemantics, ExactTiesGoToTheLowerIndex) {
   const std::vector<float> x{1, 2, 2, 0, 2};
   const Routed out = route(1, 5, 4, x);
