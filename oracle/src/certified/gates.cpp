@@ -66,7 +66,11 @@ std::vector<Certified> encloseSetGates(std::span<const float> logits,
   return detail::zivLoop(
       set.size(), options,
       [&](mpfr_prec_t precision, std::vector<Interval>& out) {
-        detail::encloseNormalisedExps(tDiffs.fill(logits, set, m), precision, out.data());
+        thread_local std::vector<detail::FloatDiff> pairs;
+        pairs.clear();
+        for (std::size_t j : set) pairs.push_back({logits[j], m});
+        detail::encloseNormalisedExps(tDiffs.fill(logits, set, m), precision, out.data(),
+                                      pairs.data());
       },
       what);
 }

@@ -1,6 +1,9 @@
 #include "softmax_core.hpp"
 
 #include <algorithm>
+#include <atomic>
+
+#include "moe/oracle/certified/fast_exp.hpp"
 
 namespace moe::oracle::certified::detail {
 
@@ -52,18 +55,43 @@ class Workspace {
 thread_local Workspace tWorkspace;
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> gFastExps{0}, gMpfrExps{0};
+// The fixed-point exponential is certified to 2^-98: enough while the working precision
+// does not ask for more.
+constexpr mpfr_prec_t kFastExpMaxPrecision = 96;
+}  // namespace
+
+void countExps(std::uint64_t& fast, std::uint64_t& mpfr) {
+  fast = gFastExps.load();
+  mpfr = gMpfrExps.load();
+}
+
+void resetExpCounts() {
+  gFastExps.store(0);
+  gMpfrExps.store(0);
+}
+
 void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t precision,
-                           Interval* out) {
+                           Interval* out, const FloatDiff* floatArgs) {
   const std::size_t n = diffs.size();
   Workspace& w = tWorkspace;
   w.prepare(n, precision);
   // e_t: exp rounded down; when inexact the next number up is a valid upper bound, which
   // saves the second exponential.
+  std::uint64_t fast = 0;
   for (std::size_t t = 0; t < n; ++t) {
+    if (floatArgs != nullptr && precision <= kFastExpMaxPrecision &&
+        fastExpEnclosure(floatArgs[t].l, floatArgs[t].m, w.eLo[t].value, w.eHi[t].value)) {
+      ++fast;
+      continue;
+    }
     const int inexact = mpfr_exp(w.eLo[t].value, diffs[t], MPFR_RNDD);
     mpfr_set(w.eHi[t].value, w.eLo[t].value, MPFR_RNDN);
     if (inexact != 0) mpfr_nextabove(w.eHi[t].value);
   }
+  gFastExps.fetch_add(fast, std::memory_order_relaxed);
+  gMpfrExps.fetch_add(n - fast, std::memory_order_relaxed);
   // prefix[t] = e_0 + ... + e_{t-1}; suffix[t] = e_t + ... + e_{n-1}; outward rounding.
   mpfr_set_zero(w.preLo[0].value, 1);
   mpfr_set_zero(w.preHi[0].value, 1);

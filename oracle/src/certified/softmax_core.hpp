@@ -4,6 +4,7 @@
 #include <mpfr.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "moe/oracle/certified/interval.hpp"
@@ -17,7 +18,16 @@ namespace moe::oracle::certified::detail {
 // the other terms: increasing in e_t and decreasing in rest_t, so its bounds come from the
 // opposite bounds of e_t and rest_t (no dependency blow-up), and a single term, or terms
 // that are all exp(0) = 1, give exact points (gate 1, softmax [0, 0] = 1/2).
+// floatArgs, when given, holds for every t the binary32 pair (l_t, m) with d_t = l_t - m,
+// which lets the first Ziv level use the fixed-point exponential (fast_exp.hpp).
+struct FloatDiff {
+  float l, m;
+};
 void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t precision,
-                           Interval* out);
+                           Interval* out, const FloatDiff* floatArgs = nullptr);
+
+// Counts of exponentials taken by each method, for ZivStats.
+void countExps(std::uint64_t& fast, std::uint64_t& mpfr);
+void resetExpCounts();
 
 }  // namespace moe::oracle::certified::detail

@@ -6,8 +6,12 @@
 #include <string>
 
 #include "moe/oracle/error.hpp"
+#include "softmax_core.hpp"
 
 namespace moe::oracle::certified {
+
+using detail::countExps;
+using detail::resetExpCounts;
 
 namespace {
 std::array<std::atomic<std::uint64_t>, ZivStats::kLevels> gDecided{};
@@ -22,11 +26,13 @@ std::uint64_t ZivStats::total() const {
 ZivStats zivStats() {
   ZivStats stats;
   for (int i = 0; i < ZivStats::kLevels; ++i) stats.decidedAtLevel[i] = gDecided[i].load();
+  countExps(stats.fastExps, stats.mpfrExps);
   return stats;
 }
 
 void resetZivStats() {
   for (auto& n : gDecided) n.store(0);
+  resetExpCounts();
 }
 
 namespace detail {

@@ -86,18 +86,34 @@ std::vector<std::size_t> ranks(std::span<const A> s) {
 }
 
 // Lean: Spec.MoE.keptExperts — serves length_keptExperts
-// The kept experts best first (this project's fixed order), length min(k, E);
-// O(E + k log k) by selection then sorting the selected prefix.
+// The kept experts best first (this project's fixed order), length min(k, E). For small k
+// a single pass keeps the best k in a sorted buffer (O(E k) worst case, about E
+// comparisons for typical scores); otherwise selection then a sort of the prefix,
+// O(E + k log k). Both order by `beats`.
 template <class A>
 std::vector<std::size_t> keptExperts(std::size_t k, std::span<const A> s) {
   requireNoNaN(s);
   const std::size_t n = std::min(k, s.size());
-  std::vector<std::size_t> order(s.size());
+  const BeatsOrder<A> before{s};
+  std::vector<std::size_t> order;
+  if (n <= 16) {
+    order.reserve(n);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      // i has the largest index so far, so it beats a kept j only with a larger score.
+      if (order.size() == n && (n == 0 || !before(i, order.back()))) continue;
+      if (order.size() == n) order.pop_back();
+      std::size_t pos = order.size();
+      while (pos > 0 && before(i, order[pos - 1])) --pos;
+      order.insert(order.begin() + static_cast<std::ptrdiff_t>(pos), i);
+    }
+    return order;
+  }
+  order.resize(s.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   if (n < order.size()) {
-    std::nth_element(order.begin(), order.begin() + n, order.end(), BeatsOrder<A>{s});
+    std::nth_element(order.begin(), order.begin() + n, order.end(), before);
   }
-  std::sort(order.begin(), order.begin() + n, BeatsOrder<A>{s});
+  std::sort(order.begin(), order.begin() + n, before);
   order.resize(n);
   return order;
 }

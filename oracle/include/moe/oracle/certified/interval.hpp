@@ -40,6 +40,8 @@ struct EnclosureOptions {
 struct ZivStats {
   static constexpr int kLevels = 9;
   std::array<std::uint64_t, kLevels> decidedAtLevel{};
+  std::uint64_t fastExps = 0;  // exponentials certified by the fixed-point filter
+  std::uint64_t mpfrExps = 0;  // exponentials that needed mpfr_exp
   std::uint64_t total() const;
 };
 ZivStats zivStats();
