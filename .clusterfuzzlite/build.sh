@@ -43,7 +43,7 @@ for t in "${targets[@]}"; do
 done
 if ((${#known[@]} == 0)); then
   echo "build.sh: no libFuzzer target is defined (fuzz/targets/CMakeLists.txt)" >&2
-  exit 1
+  exit 3  # distinct, so the ctest can tell "nothing to build yet" from a failed build
 fi
 cmake --build "$WORK/build" -j "$jobs" --target "${known[@]}"
 

@@ -28,6 +28,9 @@ def main(repo, out):
     for var in ("CFLAGS", "CXXFLAGS"):
         env.pop(var, None)  # build.sh's own sanitizer defaults, as the image would set
     build = subprocess.run([os.path.join(repo, ".clusterfuzzlite", "build.sh")], env=env)
+    if build.returncode == 3:
+        print("SKIP: the checkout defines no libFuzzer target yet (fuzz/targets)")
+        return SKIP
     if build.returncode != 0:
         print(f"FAIL: build.sh exited {build.returncode}")
         return 1
