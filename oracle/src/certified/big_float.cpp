@@ -18,6 +18,7 @@ BigFloat::BigFloat(const BigFloat& other) {
 BigFloat::BigFloat(BigFloat&& other) noexcept {
   // Steal the limbs; the moved-from object keeps no storage and is only destroyed.
   *value_ = *other.value_;
+  owned_ = other.owned_;
   other.owned_ = false;
 }
 

@@ -200,26 +200,32 @@ std::vector<Certified> forwardOver(std::size_t k, std::span<const float> x,
   }
   return detail::zivLoop(
       dOut, options,
-      [&](mpfr_prec_t precision, std::vector<Interval>& y) {
+      [&](mpfr_prec_t precision, std::vector<Certified>& y) {
         // gates[e]: exact 0 off the kept set (the dense layer still runs those experts).
         std::vector<Interval> gates;
         for (std::size_t e = 0; e < router.experts; ++e) gates.push_back(makeInterval(precision));
         std::vector<Interval> kept;
         for (std::size_t t = 0; t < diffs.size(); ++t) kept.push_back(makeInterval(precision));
-        if (!diffs.empty()) detail::encloseNormalisedExps(diffs, precision, kept.data());
+        std::vector<Interval*> keptRanges;
+        for (auto& g : kept) keptRanges.push_back(&g);
+        if (!diffs.empty()) {
+          detail::encloseNormalisedExps(diffs.size(), diffs.data(), nullptr, precision,
+                                        keptRanges.data());
+        }
         for (std::size_t t = 0; t < routing.kept.size(); ++t) {
           gates[routing.kept[t]] = std::move(kept[t]);
         }
         for (auto& v : y) {
-          mpfr_set_zero(v.lower.get(), 1);
-          mpfr_set_zero(v.upper.get(), 1);
+          mpfr_set_zero(v.range.lower.get(), 1);
+          mpfr_set_zero(v.range.upper.get(), 1);
         }
         std::sort(experts.begin(), experts.end());  // index order, as the spec sums
         std::vector<Interval> out;
         Interval scratch = makeInterval(precision);
         for (std::size_t e : experts) {
           expertAt(e, precision, out);
-          for (std::size_t c = 0; c < dOut; ++c) addGateTimes(y[c], gates[e], out[c], scratch);
+          for (std::size_t c = 0; c < dOut; ++c)
+            addGateTimes(y[c].range, gates[e], out[c], scratch);
         }
       },
       what);
@@ -301,8 +307,8 @@ std::vector<Certified> combineEnclosure(std::span<const float> gates,
   }
   return detail::zivLoop(
       width, options,
-      [&](mpfr_prec_t, std::vector<Interval>& out) {
-        for (std::size_t c = 0; c < width; ++c) setPoint(out[c], exact[c].get());
+      [&](mpfr_prec_t, std::vector<Certified>& out) {
+        for (std::size_t c = 0; c < width; ++c) setPoint(out[c].range, exact[c].get());
       },
       "combineEnclosure");
 }
@@ -312,8 +318,8 @@ std::vector<Certified> routerLogitsEnclosure(std::span<const float> x, const Rou
   const ExactRouting r = routeExactly(0, x, router);
   return detail::zivLoop(
       router.experts, options,
-      [&](mpfr_prec_t, std::vector<Interval>& out) {
-        for (std::size_t e = 0; e < router.experts; ++e) setPoint(out[e], r.logits[e].get());
+      [&](mpfr_prec_t, std::vector<Certified>& out) {
+        for (std::size_t e = 0; e < router.experts; ++e) setPoint(out[e].range, r.logits[e].get());
       },
       "routerLogitsEnclosure");
 }

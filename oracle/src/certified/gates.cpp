@@ -12,47 +12,6 @@
 namespace moe::oracle::certified {
 
 namespace {
-// 320 bits hold the difference of any two finite binary32 numbers exactly (their bits span
-// at most 2^127 down to 2^-149, 277 bits, plus a carry).
-constexpr mpfr_prec_t kExactFloatDiffBits = 320;
-
-// Exact differences l_t - m for the selected logits, reused across calls on this thread.
-class DiffWorkspace {
- public:
-  ~DiffWorkspace() {
-    for (auto& d : diffs_) mpfr_clear(d.value);
-  }
-  const std::vector<mpfr_srcptr>& fill(std::span<const float> logits,
-                                       std::span<const std::size_t> set, float m) {
-    while (diffs_.size() < set.size()) {
-      diffs_.emplace_back();
-      mpfr_init2(diffs_.back().value, kExactFloatDiffBits);
-    }
-    ptrs_.clear();
-    for (std::size_t t = 0; t < set.size(); ++t) {
-      mpfr_ptr d = diffs_[t].value;
-      const float l = logits[set[t]];
-      if (std::isinf(l)) {
-        mpfr_set_inf(d, -1);  // a -inf logit (isRealRow excludes +inf): probability 0
-      } else {
-        mpfr_set_flt(d, l, MPFR_RNDN);                        // exact
-        mpfr_sub_d(d, d, static_cast<double>(m), MPFR_RNDN);  // exact at 320 bits
-      }
-      ptrs_.push_back(d);
-    }
-    return ptrs_;
-  }
-
- private:
-  struct Slot {
-    mpfr_t value;
-  };
-  std::vector<Slot> diffs_;
-  std::vector<mpfr_srcptr> ptrs_;
-};
-
-thread_local DiffWorkspace tDiffs;
-
 std::vector<Certified> encloseSetGates(std::span<const float> logits,
                                        std::span<const std::size_t> set,
                                        const EnclosureOptions& options, const char* what) {
@@ -65,12 +24,16 @@ std::vector<Certified> encloseSetGates(std::span<const float> logits,
   }
   return detail::zivLoop(
       set.size(), options,
-      [&](mpfr_prec_t precision, std::vector<Interval>& out) {
+      [&](mpfr_prec_t precision, std::vector<Certified>& out) {
         thread_local std::vector<detail::FloatDiff> pairs;
+        thread_local std::vector<Interval*> ranges;
         pairs.clear();
-        for (std::size_t j : set) pairs.push_back({logits[j], m});
-        detail::encloseNormalisedExps(tDiffs.fill(logits, set, m), precision, out.data(),
-                                      pairs.data());
+        ranges.clear();
+        for (std::size_t t = 0; t < set.size(); ++t) {
+          pairs.push_back({logits[set[t]], m});
+          ranges.push_back(&out[t].range);
+        }
+        detail::encloseNormalisedExps(set.size(), nullptr, pairs.data(), precision, ranges.data());
       },
       what);
 }
@@ -130,10 +93,7 @@ std::vector<Certified> gatesEnclosure(std::size_t k, std::span<const float> logi
   requireRealRow(logits);
   const std::vector<std::size_t> set = keptExperts(k, logits);
   std::vector<Certified> kept = encloseSetGates(logits, set, options, "gatesEnclosure");
-  std::vector<Certified> gates(logits.size());
-  for (auto& g : gates) {
-    g.range = {BigFloat(2), BigFloat(2)};  // exact zero, the default value of BigFloat
-  }
+  std::vector<Certified> gates(logits.size());  // exact zeros: BigFloat starts at +0
   for (std::size_t t = 0; t < set.size(); ++t) gates[set[t]] = std::move(kept[t]);
   return gates;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "moe/oracle/certified/fast_exp.hpp"
 
@@ -16,13 +17,25 @@ class Workspace {
     for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
       for (auto& x : *v) mpfr_clear(x.value);
     }
-    if (haveTmp_) mpfr_clears(tmpLo, tmpHi, static_cast<mpfr_ptr>(nullptr));
+    if (haveTmp_) mpfr_clears(tmpLo, tmpHi, diff, static_cast<mpfr_ptr>(nullptr));
+  }
+
+  // l - m exactly: 320 bits hold the difference of any two binary32 numbers (their bits
+  // span at most 2^127 down to 2^-149, 277 bits, plus a carry); a -inf l gives -inf.
+  mpfr_srcptr exactDiff(float l, float m) {
+    if (l == -INFINITY) {
+      mpfr_set_inf(diff, -1);
+    } else {
+      mpfr_set_flt(diff, l, MPFR_RNDN);
+      mpfr_sub_d(diff, diff, static_cast<double>(m), MPFR_RNDN);
+    }
+    return diff;
   }
   struct Slot {
     mpfr_t value;
   };
   std::vector<Slot> eLo, eHi, preLo, preHi, sufLo, sufHi;
-  mpfr_t tmpLo, tmpHi;
+  mpfr_t tmpLo, tmpHi, diff;
 
   void prepare(std::size_t n, mpfr_prec_t precision) {
     if (precision != precision_) {
@@ -37,6 +50,7 @@ class Workspace {
     }
     if (!haveTmp_) {
       mpfr_inits2(precision, tmpLo, tmpHi, static_cast<mpfr_ptr>(nullptr));
+      mpfr_init2(diff, 320);
       haveTmp_ = true;
     }
     for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
@@ -72,21 +86,23 @@ void resetExpCounts() {
   gMpfrExps.store(0);
 }
 
-void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t precision,
-                           Interval* out, const FloatDiff* floatArgs) {
-  const std::size_t n = diffs.size();
+void encloseNormalisedExps(std::size_t n, const mpfr_srcptr* diffs, const FloatDiff* floatArgs,
+                           mpfr_prec_t precision, Interval* const* out) {
   Workspace& w = tWorkspace;
   w.prepare(n, precision);
   // e_t: exp rounded down; when inexact the next number up is a valid upper bound, which
   // saves the second exponential.
   std::uint64_t fast = 0;
   for (std::size_t t = 0; t < n; ++t) {
-    if (floatArgs != nullptr && precision <= kFastExpMaxPrecision &&
+    // The filter's bounds are set exactly to 64 bits before one directed rounding, so it
+    // needs a working precision of at least 64 bits.
+    if (floatArgs != nullptr && precision >= 64 && precision <= kFastExpMaxPrecision &&
         fastExpEnclosure(floatArgs[t].l, floatArgs[t].m, w.eLo[t].value, w.eHi[t].value)) {
       ++fast;
       continue;
     }
-    const int inexact = mpfr_exp(w.eLo[t].value, diffs[t], MPFR_RNDD);
+    mpfr_srcptr d = diffs != nullptr ? diffs[t] : w.exactDiff(floatArgs[t].l, floatArgs[t].m);
+    const int inexact = mpfr_exp(w.eLo[t].value, d, MPFR_RNDD);
     mpfr_set(w.eHi[t].value, w.eLo[t].value, MPFR_RNDN);
     if (inexact != 0) mpfr_nextabove(w.eHi[t].value);
   }
@@ -112,8 +128,8 @@ void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t pr
     // lower = eLo / (eLo + restHi), upper = eHi / (eHi + restLo)
     mpfr_add(w.tmpHi, w.tmpHi, w.eLo[t].value, MPFR_RNDU);
     mpfr_add(w.tmpLo, w.tmpLo, w.eHi[t].value, MPFR_RNDD);
-    mpfr_div(out[t].lower.get(), w.eLo[t].value, w.tmpHi, MPFR_RNDD);
-    mpfr_div(out[t].upper.get(), w.eHi[t].value, w.tmpLo, MPFR_RNDU);
+    mpfr_div(out[t]->lower.get(), w.eLo[t].value, w.tmpHi, MPFR_RNDD);
+    mpfr_div(out[t]->upper.get(), w.eHi[t].value, w.tmpLo, MPFR_RNDU);
   }
 }
 

@@ -19,12 +19,13 @@ namespace moe::oracle::certified::detail {
 // opposite bounds of e_t and rest_t (no dependency blow-up), and a single term, or terms
 // that are all exp(0) = 1, give exact points (gate 1, softmax [0, 0] = 1/2).
 // floatArgs, when given, holds for every t the binary32 pair (l_t, m) with d_t = l_t - m,
-// which lets the first Ziv level use the fixed-point exponential (fast_exp.hpp).
+// which lets the first Ziv level use the fixed-point exponential (fast_exp.hpp); diffs may
+// then be null, and the exact differences are formed only for the terms that need MPFR.
 struct FloatDiff {
   float l, m;
 };
-void encloseNormalisedExps(const std::vector<mpfr_srcptr>& diffs, mpfr_prec_t precision,
-                           Interval* out, const FloatDiff* floatArgs = nullptr);
+void encloseNormalisedExps(std::size_t n, const mpfr_srcptr* diffs, const FloatDiff* floatArgs,
+                           mpfr_prec_t precision, Interval* const* out);
 
 // Counts of exponentials taken by each method, for ZivStats.
 void countExps(std::uint64_t& fast, std::uint64_t& mpfr);

@@ -87,29 +87,23 @@ bool roundsUniquely(const Interval& range, int relativeWidthLog2, float& f32, do
 
 std::vector<Certified> zivLoop(std::size_t count, const EnclosureOptions& options,
                                const ComputeAt& compute, const char* what) {
-  std::vector<Interval> ranges;
-  ranges.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    ranges.push_back({BigFloat(options.startPrecision), BigFloat(options.startPrecision)});
-  }
   std::vector<Certified> out(count);
   int level = 0;
   for (mpfr_prec_t precision = options.startPrecision; precision <= options.maxPrecision;
        precision *= 2, ++level) {
-    if (level > 0) {
-      for (auto& r : ranges) {
-        mpfr_set_prec(r.lower.get(), precision);
-        mpfr_set_prec(r.upper.get(), precision);
+    for (auto& c : out) {
+      if (c.range.lower.precision() != precision) {
+        mpfr_set_prec(c.range.lower.get(), precision);
+        mpfr_set_prec(c.range.upper.get(), precision);
       }
     }
-    compute(precision, ranges);
+    compute(precision, out);
     bool all = true;
     for (std::size_t i = 0; i < count && all; ++i) {
-      all = roundsUniquely(ranges[i], options.relativeWidthLog2, out[i].f32, out[i].f64);
+      all = roundsUniquely(out[i].range, options.relativeWidthLog2, out[i].f32, out[i].f64);
     }
     if (all) {
       gDecided[std::min(level, ZivStats::kLevels - 1)].fetch_add(1, std::memory_order_relaxed);
-      for (std::size_t i = 0; i < count; ++i) out[i].range = std::move(ranges[i]);
       return out;
     }
   }

@@ -9,9 +9,9 @@
 
 namespace moe::oracle::certified::detail {
 
-// Fills `out` (already sized, every bound already at `precision`) with enclosures computed
-// at working precision `precision`.
-using ComputeAt = std::function<void(mpfr_prec_t precision, std::vector<Interval>& out)>;
+// Fills out[i].range (already sized, every bound already at `precision`) with enclosures
+// computed at working precision `precision`.
+using ComputeAt = std::function<void(mpfr_prec_t precision, std::vector<Certified>& out)>;
 
 std::vector<Certified> zivLoop(std::size_t count, const EnclosureOptions& options,
                                const ComputeAt& compute, const char* what);
