@@ -63,8 +63,8 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
   nonfinite = __any_sync(kFullMask, nonfinite) || m == -INFINITY;
   if (nonfinite) {
-    for (int s = lane; s < k; s += kWarp) {
-      out_ids[s] = s < kept_count ? s : -1;
+    for (std::int64_t s = lane; s < k; s += kWarp) {  // 64-bit: k may be near 2^31
+      out_ids[s] = s < kept_count ? static_cast<std::int32_t>(s) : -1;
       out_gates[s] = s < kept_count ? __int_as_float(0x7fc00000) : 0.0f;
     }
     return;
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
       out_gates[s] = best;  // the probability for now; divided below by the same lane
     }
   }
-  for (int s = lane; s < k; s += kWarp) {
+  for (std::int64_t s = lane; s < k; s += kWarp) {  // 64-bit: k may be near 2^31
     if (s < kept_count) {
       out_gates[s] = out_gates[s] / kept_sum;
     } else {
