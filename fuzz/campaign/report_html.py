@@ -128,6 +128,8 @@ def render(report):
               "bad" if tot["verdicts"]["violation"] else "ok"),
         _card("libFuzzer execs", tot["libfuzzer_execs"]),
         _card("corpus inputs added", tot["corpus_added"]),
+        _card("steps failed (error, hang)", tot.get("failed_steps", 0),
+              "bad" if tot.get("failed_steps") else "ok"),
     ])
     pending = ""
     if report["pending"]:

@@ -3,7 +3,7 @@
 Fields (docs/nightly.md explains each for readers):
   schema, campaign_id, started, finished, complete, interrupted, budget_s, seed, host,
   totals {router_cases, router_tokens, verdicts (per token) {exact, acceptable, violation},
-          libfuzzer_execs,
+          libfuzzer_execs, failed_steps,
           violations, new_violations, corpus_added},
   routers [...], targets [...], violations [...], pending [step ids not yet run]
 """
@@ -88,6 +88,9 @@ def build(state, *, interrupted):
             "violations": len(violations),
             "new_violations": sum(1 for v in violations if v["new"]),
             "corpus_added": sum(t.get("added", 0) for t in targets),
+            # Steps that could not do their job: a library that does not load, a hang.
+            "failed_steps": sum(1 for x in routers + targets
+                                if x.get("status") in ("error", "hung")),
         },
         "routers": routers,
         "targets": targets,

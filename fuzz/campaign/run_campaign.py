@@ -170,7 +170,8 @@ def print_summary(a, report):
     for tg in report["targets"]:
         print(f"    {tg['build']:>5} {tg['target']:<14} {tg.get('execs_per_s', 0):>10} exec/s "
               f"ft {tg.get('features', 0):>6} corpus {tg.get('corpus_files', 0)}")
-    print(f"  violations: {t['violations']} signature(s), {t['new_violations']} new")
+    print(f"  violations: {t['violations']} signature(s), {t['new_violations']} new; "
+          f"{t['failed_steps']} step(s) failed (error or hang)")
     for viol in report["violations"]:
         print(f"    {viol['signature']}  ({viol.get('count', 1)} input(s))  "
               f"{viol.get('command', '')}")
@@ -222,7 +223,7 @@ def main(argv):
     print_summary(a, report)
     if interrupted:
         return 128 + (child_process.STOP.signum or 2)
-    return 1 if report["totals"]["new_violations"] else 0
+    return 1 if report["totals"]["new_violations"] or report["totals"]["failed_steps"] else 0
 
 
 if __name__ == "__main__":
