@@ -37,11 +37,23 @@ size_t paddedSize(int32_t n, size_t lanes) {
   return (static_cast<size_t>(n) + lanes - 1) / lanes * lanes;
 }
 
+// Lanes [0, n) of a vector's worth of readable memory, -inf beyond.
+HWY_INLINE V LoadFirst(D d, const float* p, int32_t n) {
+  return hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(n)), hn::LoadU(d, p),
+                        hn::Set(d, kNegInf));
+}
+
 // Elements [b, b + lanes) of an array of n floats. Lanes past n read -inf: it never wins
 // a strict comparison, is neutral for max, and exp(-inf - m) is 0, neutral for the sum.
 HWY_INLINE V LoadBlock(D d, const float* row, int32_t b, int32_t n) {
   const size_t lanes = hn::Lanes(d);
   if (static_cast<size_t>(n - b) >= lanes) return hn::LoadU(d, row + b);
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // Fault-suppressing masked load: reads nothing past n (and avoids the store-forwarding
+  // stall of the buffer below).
+  const auto inRow = hn::FirstN(d, static_cast<size_t>(n - b));
+  return hn::IfThenElse(inRow, hn::MaskedLoad(inRow, d, row + b), hn::Set(d, kNegInf));
+#endif
   HWY_ALIGN float buf[kMaxLanes];
   for (size_t i = 0; i < lanes; ++i) buf[i] = kNegInf;
   std::memcpy(buf, row + b, static_cast<size_t>(n - b) * sizeof(float));
@@ -156,34 +168,38 @@ HWY_INLINE int32_t GatherCandidates(D d, const float* v, int32_t n, float t, Scr
   return count;
 }
 
-// Ranks `count` candidates (in index order) by the routing rule and writes the best kk.
-HWY_INLINE void RankCandidates(D d, int32_t count, int32_t kk, const Scratch& scratch,
-                               int32_t* keptIds, float* keptVals) {
+// Ranks `count` candidates (in index order) by the routing rule and writes the best kk:
+// rank_i = number of candidates j that beat i, counted by broadcasting each j in turn
+// (j beats i: a greater value, or an equal value and j < i).
+// Also returns the sum of the kept values in index order (the candidates' order), from
+// 0: Mixtral's renormaliser. Adding +0 for the others changes no bit (values >= +0 in
+// probs mode, where the sum is used).
+HWY_INLINE float RankCandidates(D d, int32_t count, int32_t kk, const Scratch& scratch,
+                                int32_t* keptIds, float* keptVals) {
   const hn::RebindToSigned<D> di;
-  const size_t lanes = hn::Lanes(d);
-  const V v = hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(count)),
-                             hn::Load(d, scratch.candVals), hn::Set(d, kNegInf));
+  const V v = LoadFirst(d, scratch.candVals, count);
+  const auto lane = hn::Iota(di, 0);
   auto rank = hn::Zero(di);
-  for (size_t r = 1; r < lanes; ++r) {
-    const V other = hn::TableLookupLanes(v, hn::SetTableIndices(d, scratch.rotations + r * lanes));
-    // Lane i meets lane (i + r) mod lanes, an earlier candidate exactly when i + r >= lanes.
-    const auto earlier = hn::Not(hn::FirstN(d, lanes - r));
-    const auto beats = hn::Or(hn::Gt(other, v), hn::And(earlier, hn::Eq(other, v)));
+  for (int32_t j = 0; j < count; ++j) {
+    const V other = hn::Set(d, scratch.candVals[j]);
+    const auto later = hn::RebindMask(d, hn::Gt(lane, hn::Set(di, j)));
+    const auto beats = hn::Or(hn::Gt(other, v), hn::And(later, hn::Eq(other, v)));
     rank = hn::Sub(rank, hn::VecFromMask(di, hn::RebindMask(di, beats)));
   }
-  // The ranks are a permutation of 0..lanes-1 (padding lanes rank last): invert it.
+  // Ranks of the candidates are a permutation of 0..count-1: invert it.
   HWY_ALIGN int32_t ranks[kMaxLanes];
-  HWY_ALIGN float vals[kMaxLanes];
   hn::Store(rank, di, ranks);
-  hn::Store(v, d, vals);
   int32_t placedIds[kMaxLanes];
   float placedVals[kMaxLanes];
-  for (size_t i = 0; i < lanes; ++i) {
+  float keptSum = 0.0f;
+  for (int32_t i = 0; i < count; ++i) {
     placedIds[ranks[i]] = scratch.candIds[i];
-    placedVals[ranks[i]] = vals[i];
+    placedVals[ranks[i]] = scratch.candVals[i];
+    keptSum += ranks[i] < kk ? scratch.candVals[i] : 0.0f;
   }
   std::copy(placedIds, placedIds + kk, keptIds);
   std::copy(placedVals, placedVals + kk, keptVals);
+  return keptSum;
 }
 
 bool UsesFastSelect(D d, int32_t n, int32_t kk) {
@@ -194,8 +210,24 @@ bool UsesFastSelect(D d, int32_t n, int32_t kk) {
 // Fast selection of the kk best of v[0..n) (no NaN); laneMax = lane-wise max over the
 // blocks of v. Returns false when too many candidates pass the threshold.
 HWY_INLINE bool SelectTopKFast(D d, const float* v, int32_t n, int32_t kk, V laneMax,
-                               Scratch& scratch, int32_t* keptIds, float* keptVals) {
+                               Scratch& scratch, int32_t* keptIds, float* keptVals,
+                               float* keptSumInIndexOrder = nullptr) {
   const hn::RebindToSigned<D> di;
+  if (kk == 1) {  // argmax: the first element equal to the largest lane maximum
+    const float best = hn::GetLane(hn::MaxOfLanes(d, laneMax));
+    const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+    for (int32_t b = 0; b < n; b += lanes) {
+      auto hit = hn::Eq(LoadBlock(d, v, b, n), hn::Set(d, best));
+      if (n - b < lanes) hit = hn::And(hit, hn::FirstN(d, static_cast<size_t>(n - b)));
+      const intptr_t lane = hn::FindFirstTrue(d, hit);
+      if (lane >= 0) {
+        keptIds[0] = b + static_cast<int32_t>(lane);
+        keptVals[0] = v[keptIds[0]];
+        if (keptSumInIndexOrder != nullptr) *keptSumInIndexOrder = 0.0f + keptVals[0];
+        return true;
+      }
+    }
+  }
   int32_t count = n;
   if (n <= static_cast<int32_t>(hn::Lanes(d))) {
     hn::Store(LoadBlock(d, v, 0, n), d, scratch.candVals);
@@ -205,7 +237,8 @@ HWY_INLINE bool SelectTopKFast(D d, const float* v, int32_t n, int32_t kk, V lan
     count = GatherCandidates(d, v, n, t, scratch);
     if (count < 0) return false;
   }
-  RankCandidates(d, count, kk, scratch, keptIds, keptVals);
+  const float keptSum = RankCandidates(d, count, kk, scratch, keptIds, keptVals);
+  if (keptSumInIndexOrder != nullptr) *keptSumInIndexOrder = keptSum;
   return true;
 }
 
@@ -243,9 +276,14 @@ void ProbsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, flo
   int32_t fastIds[kMaxLanes];
   float fastVals[kMaxLanes];
   // Division by the sum rounds monotonically, so it maps lane maxima to lane maxima.
-  if (UsesFastSelect(d, experts, kk) &&
-      SelectTopKFast(d, p, experts, kk, hn::Div(laneMaxE, vsum), scratch, fastIds, fastVals)) {
-    renormaliseKept(fastIds, fastVals, kk, ids, gates);
+  float keptSum;
+  if (UsesFastSelect(d, experts, kk) && SelectTopKFast(d, p, experts, kk, hn::Div(laneMaxE, vsum),
+                                                       scratch, fastIds, fastVals, &keptSum)) {
+    // As renormaliseKept: the kept sum in index order, one division per gate.
+    for (int32_t s = 0; s < kk; ++s) {
+      ids[s] = fastIds[s];
+      gates[s] = fastVals[s] / keptSum;
+    }
   } else if (kk <= kInsertionTopKMax) {
     TopList top;
     top.cap = kk;
@@ -270,6 +308,11 @@ void SoftmaxKept(D d, const int32_t* keptIds, const float* keptVals, int32_t kk,
     }
     return;
   }
+  if (kk == 1) {  // exp(0) / exp(0): exactly what the general path below computes
+    ids[0] = keptIds[0];
+    gates[0] = 1.0f;
+    return;
+  }
   const V vm = hn::Set(d, m);
   const auto lanes = static_cast<int32_t>(hn::Lanes(d));
   V acc = hn::Zero(d);
@@ -288,31 +331,11 @@ void SoftmaxKept(D d, const int32_t* keptIds, const float* keptVals, int32_t kk,
   }
 }
 
-void LogitsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
-               Scratch& scratch) {
+// The selection-only slow paths of logits mode (insertion list or partial_sort); writes
+// the whole row.
+void LogitsRowGeneral(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
+                      Scratch& scratch) {
   const int32_t kk = std::min(k, experts);
-  if (UsesFastSelect(d, experts, kk)) {
-    const auto lanes = static_cast<int32_t>(hn::Lanes(d));
-    V laneMax = hn::Set(d, kNegInf);
-    V nanLanes = hn::Zero(d);
-    for (int32_t b = 0; b < experts; b += lanes) {
-      const V xb = LoadBlock(d, x, b, experts);
-      laneMax = hn::Max(laneMax, xb);
-      nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
-    }
-    if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes))) {
-      writeNonfiniteRow(k, kk, ids, gates);
-      return;
-    }
-    int32_t keptIds[kMaxLanes];
-    HWY_ALIGN float keptVals[kMaxLanes];
-    if (SelectTopKFast(d, x, experts, kk, laneMax, scratch, keptIds, keptVals)) {
-      HWY_ALIGN float exps[kMaxLanes];
-      SoftmaxKept(d, keptIds, keptVals, kk, exps, ids, gates);
-      clearEmptySlots(k, kk, ids, gates);
-      return;
-    }
-  }
   if (kk <= kInsertionTopKMax) {
     TopList top;
     top.cap = kk;
@@ -334,6 +357,29 @@ void LogitsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, fl
   clearEmptySlots(k, kk, ids, gates);
 }
 
+// Fast-path selection of one row in logits mode (UsesFastSelect). Returns true when the
+// kept experts are in keptIds/keptVals and their softmax is still to do; false when the
+// row has been written already (a NaN row, or too many candidates for the fast path).
+bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
+                      Scratch& scratch, int32_t* keptIds, float* keptVals) {
+  const int32_t kk = std::min(k, experts);
+  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+  V laneMax = hn::Set(d, kNegInf);
+  V nanLanes = hn::Zero(d);
+  for (int32_t b = 0; b < experts; b += lanes) {
+    const V xb = LoadBlock(d, x, b, experts);
+    laneMax = hn::Max(laneMax, xb);
+    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
+  }
+  if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes))) {
+    writeNonfiniteRow(k, kk, ids, gates);
+    return false;
+  }
+  if (SelectTopKFast(d, x, experts, kk, laneMax, scratch, keptIds, keptVals)) return true;
+  LogitsRowGeneral(d, x, experts, k, ids, gates, scratch);
+  return false;
+}
+
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
   const D d;
@@ -343,12 +389,38 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
   }
 }
 
+// Fast path in groups of tokens: first every selection of the group, then every softmax,
+// so that one token's exp and division (a long dependency chain) overlap the next ones'.
+// Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
   const D d;
   Scratch scratch(d, experts, k);
-  for (int64_t t = 0; t < rows; ++t) {
-    LogitsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+  const int32_t kk = std::min(k, experts);
+  if (!UsesFastSelect(d, experts, kk)) {
+    for (int64_t t = 0; t < rows; ++t) {
+      LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+    }
+    return;
+  }
+  constexpr int64_t kGroup = 8;
+  int32_t keptIds[kGroup][kMaxLanes];
+  HWY_ALIGN float keptVals[kGroup][kMaxLanes];
+  bool pending[kGroup];
+  for (int64_t t0 = 0; t0 < rows; t0 += kGroup) {
+    const int64_t group = std::min(kGroup, rows - t0);
+    for (int64_t i = 0; i < group; ++i) {
+      const int64_t t = t0 + i;
+      pending[i] = LogitsSelectFast(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
+                                    scratch, keptIds[i], keptVals[i]);
+    }
+    for (int64_t i = 0; i < group; ++i) {
+      if (!pending[i]) continue;
+      const int64_t t = t0 + i;
+      HWY_ALIGN float exps[kMaxLanes];
+      SoftmaxKept(d, keptIds[i], keptVals[i], kk, exps, ids + t * k, gates + t * k);
+      clearEmptySlots(k, kk, ids + t * k, gates + t * k);
+    }
   }
 }
 
