@@ -1,6 +1,5 @@
 #include "moe/row_product.hpp"
 
-#include <algorithm>
 
 namespace moe {
 namespace {
