@@ -1,6 +1,5 @@
 #include "moe/row_product.hpp"
 
-
 namespace moe {
 namespace {
 
