@@ -128,9 +128,9 @@ void registerAll() {
               threads);
       for (const int32_t k : kTopK) {
         const std::string cfg = configName(experts, k, threads);
-        benchmark::RegisterBenchmark(("partial_sort/" + cfg).c_str(), partialSortBench, experts, k,
-                                     threads)
-            ->Apply([threads](auto* b) { timeFor(b, threads); });
+        timeFor(benchmark::RegisterBenchmark(("partial_sort/" + cfg).c_str(), partialSortBench,
+                                             experts, k, threads),
+                threads);
         for (const auto& router : builtinRouters()) {
           timeFor(benchmark::RegisterBenchmark(
                       ("route/" + std::string(router.name) + "/" + cfg).c_str(), routerBench,
