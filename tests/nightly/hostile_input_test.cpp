@@ -233,6 +233,31 @@ TEST_F(HostileInput, UnloadableLibraries) {
   }
 }
 
+// The loader behind replay/explain, driven through the fuzz_vectors target's standalone
+// replay binary: every hostile file is just an input there, so the rule is "returns
+// normally" (exit 0): a libFuzzer target that crashes or aborts on an input is a bug.
+TEST_F(HostileInput, VectorLoaderTargetSurvivesEveryFile) {
+#ifndef FUZZ_VECTORS_PATH
+  GTEST_SKIP() << "no fuzz_vectors target in this build (fuzz/targets)";
+#else
+  std::vector<fs::path> files = {
+      write("cut.json", kValidVectors.substr(0, kValidVectors.size() / 2)),
+      write("deep.json", std::string(100000, '[') + std::string(100000, ']')),
+      write("k-string.json", withRoutingTest(R"({"tcId": 1, "result": "valid", "k": "2",
+        "logits": ["0x3f800000"]})")),
+      write("giga.json", withReproducer(R"("tokens": 1048576, "experts": 1048576, "k": 1,
+        "logits": ["0x3f800000"], "ids": [0], "gates": ["0x3f800000"])")),
+      write("latin1.json", std::string("{\"a\": \"\xe9\xff\"}")),
+      write("valid.json", kValidVectors)};
+  for (const fs::path& f : files) {
+    ProcessResult r = runProcess({FUZZ_VECTORS_PATH, f.string()});
+    EXPECT_TRUE(r.exited && r.exit_code == 0)
+        << "fuzz_vectors " << f.filename() << ": " << r.describe() << "\n"
+        << r.output;
+  }
+#endif
+}
+
 TEST_F(HostileInput, BadUsage) {
   expectRejected({}, "no subcommand");
   expectRejected({"frobnicate"}, "unknown subcommand");
