@@ -123,32 +123,20 @@ class Spec32Router final : public Router {
     if (tokens < 0 || experts < 1 || k < 0) return 1;
     for (int32_t t = 0; t < tokens; ++t) {
       std::span<const float> row(logits + int64_t{t} * experts, static_cast<size_t>(experts));
-      // Outside the real-number domain (NaN, +inf, all -inf) the spec32 router abstains:
-      // Lean's total ranking of NaN probabilities is O(E^2) and checks nothing there.
-      bool real =
-          std::all_of(row.begin(), row.end(),
-                      [](float v) {
-                        return !std::isnan(v) && v != std::numeric_limits<float>::infinity();
-                      }) &&
-          std::any_of(row.begin(), row.end(),
-                      [](float v) { return v != -std::numeric_limits<float>::infinity(); });
-      if (!real) return 2;
+      // NaN logits are outside the spec's domain: abstain.
+      if (std::any_of(row.begin(), row.end(), [](float v) { return std::isnan(v); })) return 2;
       const std::vector<float> p = oracle::softmaxVecSpec(row);
-      const std::vector<float> g =
-          oracle::gatesFromProbs(static_cast<size_t>(k), std::span<const float>(p));
+      std::vector<float> g(p.size(), std::numeric_limits<float>::quiet_NaN());
       std::vector<size_t> order;
-      if (std::any_of(p.begin(), p.end(), [](float v) { return std::isnan(v); })) {
-        // Lean's literal ranking (total on NaN): kept experts by their rank.
-        std::vector<std::pair<size_t, size_t>> byRank;
-        std::span<const float> ps(p);
-        for (size_t i = 0; i < p.size(); ++i) {
-          size_t r = oracle::rank(ps, i);
-          if (r < static_cast<size_t>(k)) byRank.emplace_back(r, i);
-        }
-        std::sort(byRank.begin(), byRank.end());
-        for (auto& [r, i] : byRank) order.push_back(i);
+      if (std::all_of(p.begin(), p.end(), [](float v) { return std::isnan(v); })) {
+        // A row that is not real (+inf, all -inf) has only NaN probabilities; every
+        // comparison is false, so Lean's beats is j < i and the ranking is index order.
+        for (size_t i = 0; i < std::min(p.size(), static_cast<size_t>(k)); ++i) order.push_back(i);
+      } else if (std::any_of(p.begin(), p.end(), [](float v) { return std::isnan(v); })) {
+        return 2;  // mixed NaN probabilities do not arise without NaN logits
       } else {
         order = oracle::keptExperts(static_cast<size_t>(k), std::span<const float>(p));
+        g = oracle::gatesFromProbs(static_cast<size_t>(k), std::span<const float>(p));
       }
       for (int32_t s = 0; s < k; ++s) {
         int64_t slot = int64_t{t} * k + s;

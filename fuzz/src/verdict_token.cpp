@@ -360,16 +360,21 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
   // Exact gates of S in binary64: G_e = exp(x_e - mS) / sum_S exp(x_j - mS), mS = max over S.
   float mS = x[S[0]];
   for (int32_t e : S) mS = mS <= x[e] ? x[e] : mS;
-  std::vector<double> P(n);
-  double sum = 0, maxShiftS = 0, maxShiftLocal = 0;
+  std::vector<double> P(n), shiftM(n);
+  double sum = 0, maxShiftLocal = 0;
   for (int32_t s = 0; s < n; ++s) {
     double sh = static_cast<double>(mS) - static_cast<double>(x[S[s]]);
     P[s] = std::exp(-sh);
     sum += P[s];
     if (std::isfinite(sh)) maxShiftLocal = std::max(maxShiftLocal, sh);
-    double shm = static_cast<double>(m) - static_cast<double>(x[S[s]]);
-    if (std::isfinite(shm)) maxShiftS = std::max(maxShiftS, shm);
+    shiftM[s] = static_cast<double>(m) - static_cast<double>(x[S[s]]);
   }
+  // sum_{j in S} G_j |x_j - m|: the first-order relative error that rounding the exp
+  // arguments puts into the gates' common denominator (a weighted mean, so an expert whose
+  // gate is ~0 adds ~0 however far below m its logit is).
+  double maxShiftS = 0;
+  for (int32_t s = 0; s < n; ++s)
+    if (std::isfinite(shiftM[s]) && P[s] > 0) maxShiftS += P[s] / sum * shiftM[s];
   if (!(sum > 0)) return std::nullopt;  // no finite logit in S: a selection violation already
   std::optional<std::vector<float>> g32;
   std::optional<std::vector<Certified>> exact;

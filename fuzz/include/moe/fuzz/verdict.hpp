@@ -51,8 +51,9 @@ struct LevelCounters {
 double probabilityBudget(double p, double absShift, int32_t experts, double expUlp);
 
 // The analytic gate floor of docs/fuzz.md for the gate of e in the router's kept set S:
-//   (|x_e - m| + max_{j in S} |x_j - m| + 2|S| + 4c + 8) u G + (E + 1)(|S| + 1)(c + 2) 2^-149.
-double gateFloor(double exactGate, double shiftE, double maxShiftS, int32_t keptCount,
+//   (|x_e - m| + sum_{j in S} G_j |x_j - m| + 2|S| + 4c + 8) u G
+//     + (E + 1)(|S| + 1)(c + 2) 2^-149.
+double gateFloor(double exactGate, double shiftE, double weightedShiftS, int32_t keptCount,
                  int32_t experts, double expUlp);
 
 // Judges one token's output (ids and gates: k slots each).

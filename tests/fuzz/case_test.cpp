@@ -1,0 +1,117 @@
+// The case model: decoding always yields a valid case within the issue's limits, encoding
+// round-trips bit for bit, JSON round-trips, and bad JSON is rejected with a reason.
+#include "moe/fuzz/case.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/mutate.hpp"
+
+namespace moe::fuzz {
+namespace {
+
+void expectValid(const Case& c) {
+  ASSERT_GE(c.experts, 1);
+  ASSERT_LE(c.experts, kMaxExperts);
+  ASSERT_GE(c.k, 0);
+  ASSERT_LE(c.k, c.experts + 1);
+  ASSERT_GE(c.tokens, 1);
+  ASSERT_LE(c.tokens, kMaxTokens);
+  ASSERT_LE(c.tokens * c.experts, std::max(kMaxLogits, c.experts));
+  ASSERT_EQ(c.logits.size(), static_cast<size_t>(c.tokens) * c.experts);
+  ASSERT_GE(c.split, 0);
+  ASSERT_LE(c.split, c.tokens);
+  if (!c.allowNaN)
+    for (float x : c.logits) ASSERT_FALSE(std::isnan(x));
+}
+
+bool sameBits(const Case& a, const Case& b) {
+  if (a.tokens != b.tokens || a.experts != b.experts || a.k != b.k || a.threads != b.threads ||
+      a.split != b.split || a.variant != b.variant || a.allowNaN != b.allowNaN)
+    return false;
+  for (size_t i = 0; i < a.logits.size(); ++i)
+    if (bitsOf(a.logits[i]) != bitsOf(b.logits[i])) return false;
+  return true;
+}
+
+TEST(CaseDecode, SeededStreamsGiveValidCasesThatRoundTrip) {
+  SeededSource src(20261129);
+  std::printf("seed 20261129\n");
+  int sawLargeE = 0, sawKAboveE = 0, sawNaN = 0, sawTie = 0;
+  for (int n = 0; n < 2000; ++n) {
+    Case c = decodeCase(src);
+    expectValid(c);
+    sawLargeE += c.experts > 64;
+    sawKAboveE += c.k > c.experts;
+    for (float x : c.logits) sawNaN += std::isnan(x);
+    for (int32_t e = 1; e < c.experts; ++e) sawTie += c.logits[e] == c.logits[0];
+    Case back = decodeCase(encodeCase(c));
+    ASSERT_TRUE(sameBits(c, back)) << "case " << n << " does not round-trip through bytes";
+    Case viaJSON = caseFromJSON(caseToJSON(c));
+    ASSERT_TRUE(sameBits(c, viaJSON)) << "case " << n << " does not round-trip through JSON";
+  }
+  EXPECT_GT(sawLargeE, 100);
+  EXPECT_GT(sawKAboveE, 10);
+  EXPECT_GT(sawNaN, 0);
+  EXPECT_GT(sawTie, 100);
+}
+
+TEST(CaseDecode, EmptyAndShortInputsStillDecode) {
+  expectValid(decodeCase(std::span<const uint8_t>()));
+  const uint8_t one[] = {0xff};
+  expectValid(decodeCase(one));
+}
+
+TEST(CaseDecode, SpecialPoolHasTheIssuesValues) {
+  auto pool = specialPool();
+  auto has = [&](uint32_t bits) {
+    for (float x : pool)
+      if (bitsOf(x) == bits) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(0x00000000u));                            // +0
+  EXPECT_TRUE(has(0x80000000u));                            // -0
+  EXPECT_TRUE(has(0x7f800000u));                            // +inf
+  EXPECT_TRUE(has(0xff800000u));                            // -inf
+  EXPECT_TRUE(has(0x7f7fffffu));                            // FLT_MAX
+  EXPECT_TRUE(has(0x00000001u));                            // smallest subnormal
+  EXPECT_TRUE(has(0x30800000u));                            // 2^-30
+  EXPECT_TRUE(std::isinf(std::exp(floatOf(0x42b17218u))));  // 88.72284 overflows expf
+}
+
+TEST(CaseMutate, MutationsKeepCasesValid) {
+  SeededSource src(7);
+  Case c = decodeCase(src);
+  for (int n = 0; n < 3000; ++n) {
+    mutateCase(c, src);
+    expectValid(c);
+  }
+}
+
+TEST(CaseJSON, RejectsMalformedCases) {
+  nlohmann::json j = {{"tokens", 1}, {"experts", 2}, {"k", 1}, {"logits", {"0x00000000"}}};
+  EXPECT_THROW(caseFromJSON(j), std::invalid_argument);  // too few logits
+  j["logits"] = {"0x00000000", "zz"};
+  EXPECT_THROW(caseFromJSON(j), std::invalid_argument);  // not hex
+  j["logits"] = {"0x00000000", "0x3f800000"};
+  j["experts"] = 0;
+  EXPECT_THROW(caseFromJSON(j), std::invalid_argument);
+  j.erase("experts");
+  EXPECT_THROW(caseFromJSON(j), std::invalid_argument);
+}
+
+TEST(FloatBits, HexAndUlp) {
+  EXPECT_EQ(hex32(1.0f), "0x3f800000");
+  EXPECT_EQ(bitsOf(parseHex32("0x80000000")), 0x80000000u);
+  EXPECT_THROW(parseHex32("0x3f80000"), std::invalid_argument);
+  EXPECT_EQ(ulp32(1.0), 0x1p-23);
+  EXPECT_EQ(ulp32(0.75), 0x1p-24);
+  EXPECT_EQ(ulp32(0x1p-140), 0x1p-149);
+  EXPECT_EQ(nextUp(1.0f), floatOf(0x3f800001u));
+}
+
+}  // namespace
+}  // namespace moe::fuzz
