@@ -24,6 +24,7 @@ void expectFastEqualsLiteral(std::span<const A> s, std::size_t k) {
   const std::vector<std::size_t> list = keptExperts(k, s);
   for (std::size_t t = 0; t < list.size(); ++t) ASSERT_EQ(fast[list[t]], t) << "slot " << t;
   ASSERT_EQ(keptMaskLiteral(k, s), mask);
+  ASSERT_EQ(keptExpertsLiteral(k, s), list);
 }
 
 TYPED_TEST(FastVsLiteral, RandomAndAdversarialVectors) {
@@ -47,6 +48,16 @@ TEST(FastVsLiteralLarge, E4096) {
     SCOPED_TRACE(testing::scenarioName(sc));
     expectFastEqualsLiteral(std::span<const float>(s), 1 + rng() % 4096);
   }
+}
+
+// Outside StrictWeak the literal Lean ranking still answers (it never throws) where the
+// fast one refuses: [NaN, 1, 2] ranks NaN first (nothing beats it: it is below nobody, and
+// only lower indices could tie-break past it).
+TEST(FastVsLiteralNaN, LiteralIsTotalFastThrows) {
+  const std::vector<float> s{NAN, 1.0f, 2.0f};
+  EXPECT_THROW(keptExperts(1, std::span<const float>(s)), SpecError);
+  EXPECT_EQ(rank(std::span<const float>(s), 0), 0u);
+  EXPECT_EQ(keptExpertsLiteral(2, std::span<const float>(s)), (std::vector<std::size_t>{0, 2}));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/oracle/context.hpp"
@@ -133,6 +134,22 @@ std::vector<bool> keptMaskLiteral(std::size_t k, std::span<const A> s) {
   std::vector<bool> mask(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) mask[i] = kept(k, s, i);
   return mask;
+}
+
+// Lean's literal keptExperts, total on any input including NaN: the experts whose literal
+// rank is below k, ordered by (rank, index). Equals keptExperts(k, s) under StrictWeak;
+// outside it (NaN) ranks may repeat and the list may be shorter or longer than min(k, E).
+template <class A>
+std::vector<std::size_t> keptExpertsLiteral(std::size_t k, std::span<const A> s) {
+  std::vector<std::pair<std::size_t, std::size_t>> byRank;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::size_t r = rank(s, i);
+    if (r < k) byRank.emplace_back(r, i);
+  }
+  std::sort(byRank.begin(), byRank.end());
+  std::vector<std::size_t> out;
+  for (const auto& [r, i] : byRank) out.push_back(i);
+  return out;
 }
 
 // What StrictWeak(s) found: ok, or the first failing axiom and its indices.
