@@ -98,7 +98,9 @@ TYPED_TEST(RoutingTheorems, CardKeptLengthKeptExpertsBeatsOfKept) {
     for (std::size_t i : list) EXPECT_TRUE(literal[i]) << "listed but not kept: " << i;
     for (std::size_t i = 0; i < s.size(); ++i) {
       for (std::size_t j = 0; j < s.size(); ++j) {
-        if (literal[i] && !literal[j]) EXPECT_TRUE(beats(s, i, j)) << "i=" << i << " j=" << j;
+        if (literal[i] && !literal[j]) {
+          EXPECT_TRUE(beats(s, i, j)) << "i=" << i << " j=" << j;
+        }
       }
     }
     // best first: every listed expert beats the next one.
