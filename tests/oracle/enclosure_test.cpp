@@ -123,6 +123,36 @@ TEST(KnownValues, ExtremeRangeUnderflowsSafely) {
   EXPECT_EQ(mpfr_sgn(p[1].range.lower.get()), 0);
 }
 
+TEST(Interval, DoubleBoundsAreRoundedOutward) {
+  const std::vector<float> l{0.3f, -1.7f, 2.2f};
+  const auto p = softmaxEnclosure(l);
+  const auto ref = oracle::testing::softmax512(l);
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    EXPECT_GE(mpfr_cmp_d(ref[i].get(), p[i].range.lowerDouble()), 0);
+    EXPECT_LE(mpfr_cmp_d(ref[i].get(), p[i].range.upperDouble()), 0);
+    EXPECT_GE(mpfr_cmp_d(p[i].range.lower.get(), p[i].range.lowerDouble()), 0);
+    EXPECT_LE(mpfr_cmp_d(p[i].range.upper.get(), p[i].range.upperDouble()), 0);
+    EXPECT_LE(p[i].range.lowerDouble(), p[i].f64);
+    EXPECT_GE(p[i].range.upperDouble(), p[i].f64);
+    EXPECT_LE(p[i].range.upperDouble() - p[i].range.lowerDouble(), 2 * std::ldexp(p[i].f64, -52));
+  }
+  const Interval half = Interval::point(0.5);
+  EXPECT_TRUE(half.isPoint());
+  EXPECT_TRUE(half.contains(0.5));
+  EXPECT_FALSE(half.contains(std::nextafter(0.5, 1.0)));
+  EXPECT_FALSE(half.contains(NAN));
+  EXPECT_EQ(half.relativeWidth(), 0.0);
+}
+
+TEST(GatesEnclosure, KBeyondEKeepsEveryExpertAndKZeroNone) {
+  const std::vector<float> l{1.0f, -2.0f, 0.5f};
+  const auto all = gatesEnclosure(7, l);
+  const auto soft = softmaxEnclosure(l);
+  for (std::size_t e = 0; e < l.size(); ++e) EXPECT_EQ(all[e].f64, soft[e].f64);
+  for (const auto& g : gatesEnclosure(0, l)) EXPECT_EQ(g.f64, 0.0);
+  EXPECT_TRUE(gatesEnclosure(3, std::vector<float>{}).empty());
+}
+
 TEST(ZivLoop, RefinesFromALowStartPrecisionAndCountsLevels) {
   resetZivStats();
   EnclosureOptions low;
