@@ -149,10 +149,44 @@ HWY_INLINE float KthLargestLane(D d, V m, int32_t kk, const int32_t* rotations) 
   return hn::GetLane(hn::MinOfLanes(d, hn::IfThenElse(inTop, m, inf)));
 }
 
+#if HWY_TARGET == HWY_AVX2
+// Highway 1.0.3's AVX2 CompressStore copies its 1 KiB lookup table onto the stack on
+// every call (a function-local constexpr array); this static table of lane permutations
+// (mask -> the set lanes first, in order) does the same job without the copy.
+struct Compress8Table {
+  int32_t lanes[256][8];
+};
+constexpr Compress8Table MakeCompress8Table() {
+  Compress8Table table{};
+  for (int mask = 0; mask < 256; ++mask) {
+    int next = 0;
+    for (int lane = 0; lane < 8; ++lane) {
+      if ((mask >> lane) & 1) table.lanes[mask][next++] = lane;
+    }
+  }
+  return table;
+}
+alignas(32) constexpr Compress8Table kCompress8 = MakeCompress8Table();
+#endif
+
+// Stores the lanes of v and of its indices that are set in `pass`, first, in order; may
+// write a whole vector at vals/ids.
+HWY_INLINE void CompressCandidates(D d, V v, hn::Mask<D> pass, int32_t firstIndex, float* vals,
+                                   int32_t* ids) {
+  const hn::RebindToSigned<D> di;
+#if HWY_TARGET == HWY_AVX2
+  const int32_t* perm = kCompress8.lanes[MaskBits(d, pass)];
+  hn::StoreU(hn::TableLookupLanes(v, hn::SetTableIndices(d, perm)), d, vals);
+  hn::StoreU(hn::Add(hn::LoadU(di, perm), hn::Set(di, firstIndex)), di, ids);
+#else
+  hn::CompressStore(v, pass, d, vals);
+  hn::CompressStore(hn::Iota(di, firstIndex), hn::RebindMask(di, pass), di, ids);
+#endif
+}
+
 // Compresses the elements >= t of v[0..n) and their indices, in index order, into the
 // scratch candidates. Returns their count, or -1 when more than one vector's worth.
 HWY_INLINE int32_t GatherCandidates(D d, const float* v, int32_t n, float t, Scratch& scratch) {
-  const hn::RebindToSigned<D> di;
   const int32_t lanes = static_cast<int32_t>(hn::Lanes(d));
   const V vt = hn::Set(d, t);
   int32_t count = 0;
@@ -161,8 +195,8 @@ HWY_INLINE int32_t GatherCandidates(D d, const float* v, int32_t n, float t, Scr
     if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
     const auto passing = static_cast<int32_t>(hn::CountTrue(d, pass));
     if (count + passing > lanes) return -1;
-    hn::CompressStore(LoadBlock(d, v, b, n), pass, d, scratch.candVals + count);
-    hn::CompressStore(hn::Iota(di, b), hn::RebindMask(di, pass), di, scratch.candIds + count);
+    CompressCandidates(d, LoadBlock(d, v, b, n), pass, b, scratch.candVals + count,
+                       scratch.candIds + count);
     count += passing;
   }
   return count;
