@@ -30,6 +30,23 @@ std::string writeReproducer(const Router& router, const Case& c, const CaseResul
   return path.string();
 }
 
+// A violation of one token that the token alone reproduces (same kind) is reported on that
+// one-token case: a small reproducer that says exactly what broke.
+void shrinkToToken(const Router& router, const CampaignOptions& options, Case& c, CaseResult& r,
+                   LevelCounters& levels) {
+  if (c.tokens == 1 || r.violation->token < 0 || r.violation->kind == "batch-variance") return;
+  Case alone = c;
+  alone.tokens = 1;
+  alone.split = 0;
+  auto row = c.row(r.violation->token);
+  alone.logits.assign(row.begin(), row.end());
+  CaseResult again = judgeCase(router, alone, options.config, levels);
+  if (again.violation && again.violation->kind == r.violation->kind) {
+    c = std::move(alone);
+    r = std::move(again);
+  }
+}
+
 }  // namespace
 
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options) {
@@ -42,7 +59,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   auto lastProgress = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   while (elapsed() < options.seconds && (options.maxCases == 0 || s.cases < options.maxCases)) {
-    Case c = decodeCase(source);
+    Case c = decodeCase(source);  // not const: a violation shrinks it
     CaseResult r = judgeCase(router, c, options.config, s.levels);
     ++s.cases;
     if (r.abstained) {
@@ -59,6 +76,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     }
     if (r.violation) {
       ++s.violation;
+      shrinkToToken(router, options, c, r, s.levels);
       FoundViolation f;
       f.kind = r.violation->kind;
       f.signature = signatureLine(router.name(), f.kind, c.experts, c.k);

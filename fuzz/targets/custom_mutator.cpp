@@ -1,0 +1,24 @@
+// A structure-keeping custom mutator (libFuzzer builds only): decode the case, apply
+// mutateCase (ties, ±1 ulp, specials, shapes at SIMD widths' edges), encode it again.
+// One call in four falls back to libFuzzer's byte mutator, which finds odd bit patterns.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "moe/fuzz/case.hpp"
+#include "moe/fuzz/mutate.hpp"
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t maxSize);
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t maxSize,
+                                          unsigned int seed) {
+  using namespace moe::fuzz;
+  if (seed % 4 == 0) return LLVMFuzzerMutate(data, size, maxSize);
+  SeededSource rng(seed);
+  Case c = decodeCase(std::span<const uint8_t>(data, size));
+  mutateCase(c, rng);
+  std::vector<uint8_t> bytes = encodeCase(c);
+  if (bytes.size() > maxSize) return LLVMFuzzerMutate(data, size, maxSize);
+  std::memcpy(data, bytes.data(), bytes.size());
+  return bytes.size();
+}

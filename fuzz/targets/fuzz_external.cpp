@@ -1,0 +1,32 @@
+// fuzz_external: any router library named by the environment variable MOE_IMPL=path.so
+// (differential, vs the oracle), through the same verdict as the built-in routers.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "moe/fuzz/router.hpp"
+#include "target_common.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace moe::fuzz;
+  static const std::unique_ptr<Router> router = [] {
+    const char* path = std::getenv("MOE_IMPL");
+    if (!path || !*path) {
+      std::fprintf(stderr, "fuzz_external: set MOE_IMPL=path/to/router.so\n");
+      std::exit(2);
+    }
+    try {
+      return openRouter(path);
+    } catch (const RouterLoadError& e) {
+      std::fprintf(stderr, "fuzz_external: %s\n", e.what());
+      std::exit(2);
+    }
+  }();
+  static LevelCounters levels;
+  const Case c = decodeCase(std::span<const uint8_t>(data, size));
+  CaseResult r = judgeCase(*router, c, VerdictConfig{}, levels);
+  if (r.violation) reportAndAbort(mismatchReport(*router, c, r));
+  return 0;
+}
