@@ -220,19 +220,16 @@ HWY_INLINE float RankCandidates(D d, int32_t count, int32_t kk, const Scratch& s
     const auto beats = hn::Or(hn::Gt(other, v), hn::And(later, hn::Eq(other, v)));
     rank = hn::Sub(rank, hn::VecFromMask(di, hn::RebindMask(di, beats)));
   }
-  // Ranks of the candidates are a permutation of 0..count-1: invert it.
+  // Ranks of the candidates are a permutation of 0..count-1: invert it straight into the
+  // kept lists (kMaxLanes long; slots kk..count-1 receive the displaced candidates).
   HWY_ALIGN int32_t ranks[kMaxLanes];
   hn::Store(rank, di, ranks);
-  int32_t placedIds[kMaxLanes];
-  float placedVals[kMaxLanes];
   float keptSum = 0.0f;
   for (int32_t i = 0; i < count; ++i) {
-    placedIds[ranks[i]] = scratch.candIds[i];
-    placedVals[ranks[i]] = scratch.candVals[i];
+    keptIds[ranks[i]] = scratch.candIds[i];
+    keptVals[ranks[i]] = scratch.candVals[i];
     keptSum += ranks[i] < kk ? scratch.candVals[i] : 0.0f;
   }
-  std::copy(placedIds, placedIds + kk, keptIds);
-  std::copy(placedVals, placedVals + kk, keptVals);
   return keptSum;
 }
 
@@ -241,8 +238,9 @@ bool UsesFastSelect(D d, int32_t n, int32_t kk) {
   return lanes >= 4 && (n <= lanes || 2 * kk <= lanes);
 }
 
-// Fast selection of the kk best of v[0..n) (no NaN); laneMax = lane-wise max over the
-// blocks of v. Returns false when too many candidates pass the threshold.
+// Fast selection of the kk best of v[0..n) (no NaN) into keptIds/keptVals, which hold
+// kMaxLanes entries; laneMax = lane-wise max over the blocks of v. Returns false when too
+// many candidates pass the threshold.
 HWY_INLINE bool SelectTopKFast(D d, const float* v, int32_t n, int32_t kk, V laneMax,
                                Scratch& scratch, int32_t* keptIds, float* keptVals,
                                float* keptSumInIndexOrder = nullptr) {
