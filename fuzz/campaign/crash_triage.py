@@ -43,6 +43,8 @@ def signature_from_output(target, kind, text):
         return f"{target}-{kind}"
     if "out-of-memory" in text:
         return f"{target}-oom"
+    if "fuzz target exited" in text:  # exit() inside the target, e.g. a setup error
+        return f"{target}-exited"
     if "deadly signal" in text:
         return f"{target}-deadly-signal"
     return f"{target}-{kind}-unclassified"

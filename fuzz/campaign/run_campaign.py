@@ -99,17 +99,24 @@ def budgets(a, steps):
 
 
 def external_library(a, build_dir):
-    """The library fuzz_external loads: --external, $MOE_IMPL, else a built-in router's."""
+    """The library fuzz_external loads: --external, $MOE_IMPL, else an in-tree router's.
+
+    The default build's libraries come first: a fuzz build's are compiled with coverage
+    instrumentation (-fsanitize=fuzzer-no-link) and do not load into a fuzzer that does not
+    export the sancov symbols, while a plain library, like a user's, always does."""
     if a.external:
         return os.path.abspath(a.external)
     if os.environ.get("MOE_IMPL"):
         return os.environ["MOE_IMPL"]
-    lib = os.path.join(build_dir, "lib")
-    names = sorted(os.listdir(lib)) if os.path.isdir(lib) else []
-    for prefer in ("auto", "scalar", ""):
-        for n in names:
-            if n.startswith("libmoe_route_") and prefer in n and n.endswith(".so"):
-                return os.path.join(lib, n)
+    folders = [os.path.join(build_dir, "lib")]
+    if a.moe_oracle:
+        folders.insert(0, os.path.join(os.path.dirname(a.moe_oracle), "..", "lib"))
+    for lib in folders:
+        names = sorted(os.listdir(lib)) if os.path.isdir(lib) else []
+        for prefer in ("auto", "scalar", ""):
+            for n in names:
+                if n.startswith("libmoe_route_") and prefer in n and n.endswith(".so"):
+                    return os.path.abspath(os.path.join(lib, n))
     return None
 
 

@@ -82,6 +82,8 @@ class SignatureTest(unittest.TestCase):
         self.assertEqual(sig("fuzz_layer", "timeout", "ALARM"), "fuzz_layer-timeout")
         self.assertEqual(sig("fuzz_vectors", "crash", "==9== ERROR: libFuzzer: out-of-memory"),
                          "fuzz_vectors-oom")
+        self.assertEqual(sig("t", "crash", "==7== ERROR: libFuzzer: fuzz target exited"),
+                         "t-exited")
         self.assertEqual(sig("t", "crash", "nothing useful"), "t-crash-unclassified")
 
 
