@@ -17,6 +17,9 @@
 #error "MOE_ROUTER_LIB_DIR must name the folder of libmoe_route_<name>.so"
 #endif
 
+extern "C" int moe_test_route_from_c(int (*route)(int32_t, int32_t, int32_t, const float*, int32_t*,
+                                                  float*));
+
 namespace moe::test {
 namespace {
 
@@ -45,6 +48,12 @@ class SharedLib : public ::testing::TestWithParam<std::string> {
 
 TEST_P(SharedLib, PublishesTheInTreeContract) {
   EXPECT_EQ(std::string(contract_()), std::string(findRouter(GetParam())->contract_json));
+}
+
+TEST_P(SharedLib, RoutesWhenCalledFromC) {
+  if (!findRouter(GetParam())->available())
+    GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
+  EXPECT_EQ(moe_test_route_from_c(route_), 0);
 }
 
 TEST_P(SharedLib, ExportsNothingElse) {
