@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -68,7 +69,14 @@ int main(int argc, char** argv) {
   CLI::App app{"moe-crash-reproducer: a libFuzzer routing input -> golden-vector reproducers"};
   std::string outDir, input, signature;
   std::vector<std::string> impls;
+  // The targets cap E by MOE_FUZZ_MAX_EXPERTS (throughput runs); decoding must match.
+  int32_t maxExperts = kMaxExperts;
+  if (const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS"); v && std::atoi(v) > 0)
+    maxExperts = std::atoi(v);
   app.add_option("--out", outDir, "folder for the reproducers")->required();
+  app.add_option("--max-experts", maxExperts,
+                 "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")
+      ->check(CLI::Range(1, kMaxExperts));
   app.add_option("--impl", impls, "router name or .so (default: every available built-in)");
   app.add_option("--signature", signature, "keep only the violation with this signature line");
   app.add_option("input", input, "the libFuzzer input file")->required();
@@ -78,7 +86,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    Case c = decodeCase(readBytes(input));
+    Case c = decodeCase(readBytes(input), maxExperts);
     if (impls.empty())
       for (const auto& name : builtinRouterNames())
         if (builtinRouterAvailable(name)) impls.push_back(name);

@@ -25,6 +25,12 @@ _SAN_SUMMARY = re.compile(r"SUMMARY: (\w+Sanitizer): ([\w-]+)(?: (\S+))?(?: in (
 _UBSAN_RUNTIME = re.compile(r"(\S+:\d+):\d+: runtime error: (.*)")
 
 
+def bug_class(signature):
+    """The signature without its shape ("-E<E>-k<k>"): one bug found at many shapes has
+    many signatures but one class, which bounds how much time triage spends on it."""
+    return re.sub(r"-E\d+-k\d+$", "", signature)
+
+
 def signature_from_output(target, kind, text):
     """The dedup key of one crash, from what the target printed when rerun on it."""
     m = _MOE_SIGNATURE.search(text)
@@ -93,7 +99,8 @@ def _convert_with_tool(tool, target, signature, keep, reproducers, *, out_dir):
 
 
 def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
-           minimize_runs, minimize_seconds, rss_limit_mb, crash_reproducer=None):
+           minimize_runs, minimize_seconds, rss_limit_mb, crash_reproducer=None, minimize=True,
+           convert=True):
     """One crash entry for one signature: its smallest input minimised (when the
     minimised input still gives the same signature), its reproducer and command."""
     artifact = artifacts[0]
@@ -103,7 +110,7 @@ def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
     name = os.path.basename(artifact)
     keep = os.path.join(folder, name)
     shutil.copyfile(artifact, keep)
-    if kind in ("crash", "leak"):
+    if minimize and kind in ("crash", "leak"):
         minimised = keep + ".min"
         cmd = [binary, "-minimize_crash=1", f"-runs={minimize_runs}",
                f"-max_total_time={minimize_seconds}", f"-rss_limit_mb={rss_limit_mb}",
@@ -117,14 +124,17 @@ def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
     reproducers = keep + ".reproducer"
     shutil.rmtree(reproducers, ignore_errors=True)
     os.makedirs(reproducers)
-    _, log = _rerun(binary, keep, out_dir=out_dir, rss_limit_mb=rss_limit_mb,
-                    reproducer_dir=reproducers)
+    log = os.path.join(out_dir, "logs", "rerun-" + os.path.basename(artifact) + ".log")
+    if convert:
+        _, log = _rerun(binary, keep, out_dir=out_dir, rss_limit_mb=rss_limit_mb,
+                        reproducer_dir=reproducers)
     entry = {"source": "libfuzzer", "target": target, "build": build, "kind": kind,
-             "signature": signature, "count": len(artifacts),
+             "signature": signature, "bug_class": bug_class(signature),
+             "count": len(artifacts), "minimised": keep.endswith(".min"),
              "input": os.path.relpath(keep, out_dir), "input_bytes": os.path.getsize(keep),
              "log": os.path.relpath(log, out_dir)}
     jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))
-    if not jsons and crash_reproducer and signature.startswith("moe-oracle: "):
+    if convert and not jsons and crash_reproducer and signature.startswith("moe-oracle: "):
         _convert_with_tool(crash_reproducer, target, signature, keep, reproducers, out_dir=out_dir)
         jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))
     if jsons:

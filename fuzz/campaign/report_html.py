@@ -59,6 +59,11 @@ def _table(headers, rows):
 def _violations(report):
     if not report["violations"]:
         return "<p>No violation and no crash in this campaign.</p>"
+    classes = report["totals"].get("bug_classes", {})
+    summary = ""
+    if classes:
+        summary = "<p>By bug class (signature without its shape): " + ", ".join(
+            f"<code>{escape(c)}</code> &times; {n}" for c, n in sorted(classes.items())) + "</p>"
     rows = []
     for v in report["violations"]:
         link = (f'<a href="{escape(v["reproducer"])}">{escape(v["reproducer"])}</a>'
@@ -68,8 +73,8 @@ def _violations(report):
                      escape(v.get("source", "")), _num(v.get("count", 1)),
                      _badge("new") if v.get("new") else _badge("known"),
                      f'<code>{escape(v.get("command", ""))}</code>', link])
-    return _table(["signature", "kind", "found by", "inputs", "new", "reproduce with",
-                   "reproducer"], rows)
+    return summary + _table(["signature", "kind", "found by", "inputs", "new", "reproduce with",
+                             "reproducer"], rows)
 
 
 def _routers(report):

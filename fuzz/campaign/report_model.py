@@ -3,12 +3,13 @@
 Fields (docs/nightly.md explains each for readers):
   schema, campaign_id, started, finished, complete, interrupted, budget_s, seed, host,
   totals {router_cases, router_tokens, verdicts (per token) {exact, acceptable, violation},
-          libfuzzer_execs, failed_steps,
+          libfuzzer_execs, failed_steps, bug_classes {signature less -E<E>-k<k>: count},
           violations, new_violations, corpus_added},
   routers [...], targets [...], violations [...], pending [step ids not yet run]
 """
 
 import os
+import re
 
 SCHEMA = "moe_campaign_report_v1"
 VERDICT_KINDS = ("exact", "acceptable", "violation")
@@ -69,6 +70,10 @@ def build(state, *, interrupted):
             targets.append(t)
     verdicts = {k: sum(r.get("verdicts", {}).get(k, 0) for r in routers) for k in VERDICT_KINDS}
     violations = _dedup_violations(state)
+    classes = {}
+    for v in violations:
+        cls = re.sub(r"-E\d+-k\d+$", "", v["signature"])
+        classes[cls] = classes.get(cls, 0) + 1
     return {
         "schema": SCHEMA,
         "campaign_id": state["campaign_id"],
@@ -86,6 +91,7 @@ def build(state, *, interrupted):
             "verdicts": verdicts,
             "libfuzzer_execs": sum(t.get("execs", 0) for t in targets),
             "violations": len(violations),
+            "bug_classes": classes,
             "new_violations": sum(1 for v in violations if v["new"]),
             "corpus_added": sum(t.get("added", 0) for t in targets),
             # Steps that could not do their job: a library that does not load, a hang.

@@ -30,6 +30,7 @@ TARGETS = ["fuzz_route", "fuzz_gates", "fuzz_layer", "fuzz_capacity", "fuzz_vect
            "fuzz_external"]
 NIGHTLY_BUDGET_S = 6 * 3600
 ROUTER_SHARE = 0.25  # of the budget, for part 1; the rest goes to libFuzzer
+MINIMISED_PER_CLASS = 2
 
 
 def parse_args(argv):
@@ -139,14 +140,25 @@ def run_libfuzzer_step(a, state, info, seconds, build_dir):
             run_id=f"{build}-{target}", rss_limit_mb=rss, timeout=max(120, seconds)))
     groups = crash_triage.group_by_signature(binary, target, entry["artifacts"], out_dir=a.out,
                                              rss_limit_mb=rss)
+    # Minimisation is the slow part: at most MINIMISED_PER_CLASS signatures of one bug
+    # class are minimised; the others keep their smallest raw input (still deduplicated,
+    # still turned into a reproducer). Once the step's triage time is spent, the rest are
+    # only listed with their raw input.
+    deadline = time.monotonic() + max(60, seconds)
+    per_class = {}
     crashes = []
     for signature, artifacts in groups.items():
         if child_process.STOP.requested:
             break
+        cls = crash_triage.bug_class(signature)
+        per_class[cls] = per_class.get(cls, 0) + 1
+        in_time = time.monotonic() < deadline
+        minimize = per_class[cls] <= MINIMISED_PER_CLASS and in_time
         c = crash_triage.triage(binary, target, build, signature, artifacts, out_dir=a.out,
                                 moe_oracle=a.moe_oracle or "moe-oracle", minimize_runs=10000,
                                 minimize_seconds=min(30, max(5, seconds // 4)),
-                                rss_limit_mb=rss, crash_reproducer=a.crash_reproducer)
+                                rss_limit_mb=rss, crash_reproducer=a.crash_reproducer,
+                                minimize=minimize, convert=in_time)
         campaign_state.remember_signature(state, signature)
         crashes.append(c)
     entry["crashes"] = crashes

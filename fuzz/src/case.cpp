@@ -112,17 +112,21 @@ float decodeLogit(ByteSource& src, std::span<const float> row, std::span<const f
 // Byte layout (docs/fuzz.md):
 //   [e8] E = 1 + e8 % 64, or when e8 & 0x80: [u16] E = 1 + u16 % 1024
 //   [k]  u8 (u16 when E + 2 > 256), k = value % (E + 2)
-//   [t8] T = 1 + t8 % 64, then capped so that T * E <= 4096
+//   [t8] T = 1 + t8 % 8 when t8 < 192, else 1 + t8 % 64; then capped so T * E <= 4096
 //   [mod] bits 0..2 threads (0..7 -> 1,1,2,2,3,4,0,1), bits 3..6 all set: allowNaN
 //   [split] u8 % (T + 1)   [variant] u8
 //   then T * E logits, each an op byte plus its argument bytes.
-Case decodeCase(ByteSource& src) {
+Case decodeCase(ByteSource& src, int32_t maxExperts) {
   Case c;
+  maxExperts = std::clamp(maxExperts, 1, kMaxExperts);
   uint8_t e8 = src.u8();
-  c.experts = (e8 & 0x80) ? 1 + src.u16() % kMaxExperts : 1 + e8 % 64;
+  c.experts = (e8 & 0x80) ? 1 + src.u16() % maxExperts : 1 + e8 % std::min(64, maxExperts);
   uint32_t kraw = (c.experts + 2 > 256) ? src.u16() : src.u8();
   c.k = static_cast<int32_t>(kraw % static_cast<uint32_t>(c.experts + 2));
-  c.tokens = 1 + src.u8() % kMaxTokens;
+  // Mostly small batches (each token costs a router run and a verdict); up to 64 in one
+  // case in four, so large batches and every split point still come up.
+  const uint8_t t8 = src.u8();
+  c.tokens = t8 < 192 ? 1 + t8 % 8 : 1 + t8 % kMaxTokens;
   c.tokens = std::max(1, std::min(c.tokens, kMaxLogits / c.experts));
   uint8_t mod = src.u8();
   static constexpr int32_t kThreads[8] = {1, 1, 2, 2, 3, 4, 0, 1};
@@ -145,9 +149,9 @@ Case decodeCase(ByteSource& src) {
   return c;
 }
 
-Case decodeCase(std::span<const uint8_t> bytes) {
+Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts) {
   SpanSource src(bytes);
-  return decodeCase(src);
+  return decodeCase(src, maxExperts);
 }
 
 std::vector<uint8_t> encodeCase(const Case& c) {
@@ -162,7 +166,8 @@ std::vector<uint8_t> encodeCase(const Case& c) {
     put16(static_cast<uint32_t>(c.k));
   else
     out.push_back(static_cast<uint8_t>(c.k));
-  out.push_back(static_cast<uint8_t>(c.tokens - 1));
+  // T <= 8 encodes below 192; larger T as 192 + (T - 1) (t8 % 64 = T - 1 since 192 % 64 = 0).
+  out.push_back(static_cast<uint8_t>(c.tokens <= 8 ? c.tokens - 1 : 192 + c.tokens - 1));
   uint8_t threadsCode = 0;
   switch (c.threads) {
     case 2:

@@ -41,18 +41,22 @@ namespace {
 
 class BuiltinAdapter final : public Router {
  public:
+  // available() is asked once: it queries the CPU's targets, too slow to repeat per call.
   explicit BuiltinAdapter(const moe::BuiltinRouter& r)
-      : Router(std::string(r.name), parseContract(r.contract_json)), router_(r) {}
+      : Router(std::string(r.name), parseContract(r.contract_json)),
+        router_(r),
+        available_(r.available()) {}
 
  protected:
   int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
            float* gates, int32_t threads) const override {
     return router_.route(tokens, experts, k, logits, ids, gates, threads);
   }
-  bool available() const override { return router_.available(); }
+  bool available() const override { return available_; }
 
  private:
   const moe::BuiltinRouter& router_;
+  bool available_;
 };
 
 using AbiRoute = int (*)(int32_t, int32_t, int32_t, const float*, int32_t*, float*);

@@ -138,9 +138,12 @@ PairJudgement judgePair(std::span<const float> x, int32_t i, int32_t j, double c
   const double budget =
       probabilityBudget(dp.p[i], dp.shift[i], E, c) + probabilityBudget(dp.p[j], dp.shift[j], E, c);
   // b is increasing in p with slope <= (shift + 2E + 4c + 4) u; its error from p's error:
-  const double budgetErr = ((dp.shift[i] + 2.0 * E + 4 * c + 4) * kU32) * dp.err(i) +
-                           ((dp.shift[j] + 2.0 * E + 4 * c + 4) * kU32) * dp.err(j) +
-                           budget * 0x1p-50;
+  // A -inf logit has p = 0 exactly (no error, no slope).
+  auto slopeErr = [&](int32_t e) {
+    return std::isfinite(dp.shift[e]) ? (dp.shift[e] + 2.0 * E + 4 * c + 4) * kU32 * dp.err(e)
+                                      : 0.0;
+  };
+  const double budgetErr = slopeErr(i) + slopeErr(j) + budget * 0x1p-50;
   const double diffErr = dp.err(i) + dp.err(j) + std::fabs(diff) * 0x1p-52;
   if (std::isfinite(budgetErr) && std::isfinite(diffErr)) {
     if (diff + diffErr <= budget - budgetErr) {
@@ -361,14 +364,18 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
   float mS = x[S[0]];
   for (int32_t e : S) mS = mS <= x[e] ? x[e] : mS;
   std::vector<double> P(n), shiftM(n);
-  double sum = 0, maxShiftLocal = 0;
+  // P_j = exp(-(mS - x_j)) in binary64: the argument's rounding (relative 2^-53) becomes
+  // a relative error sh_j 2^-53 of P_j, exp adds < 2^-52; sumErr bounds the sum's error
+  // (terms' errors plus n roundings). P_j sh_j stays small when sh_j is huge (P_j ~ 0).
+  double sum = 0, sumErr = 0;
   for (int32_t s = 0; s < n; ++s) {
     double sh = static_cast<double>(mS) - static_cast<double>(x[S[s]]);
     P[s] = std::exp(-sh);
     sum += P[s];
-    if (std::isfinite(sh)) maxShiftLocal = std::max(maxShiftLocal, sh);
+    if (P[s] > 0) sumErr += P[s] * (sh * 0x1p-53 + 0x1p-52);
     shiftM[s] = static_cast<double>(m) - static_cast<double>(x[S[s]]);
   }
+  sumErr += n * 0x1p-53 * sum + n * 0x1p-1074;
   // sum_{j in S} G_j |x_j - m|: the first-order relative error that rounding the exp
   // arguments puts into the gates' common denominator (a weighted mean, so an expert whose
   // gate is ~0 adds ~0 however far below m its logit is).
@@ -384,8 +391,8 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
     if (!std::isfinite(shiftE)) shiftE = 0;  // x_e = -inf: G = 0, no relative term
     const double Gd = P[s] / sum;
     const double localShift = static_cast<double>(mS) - static_cast<double>(x[e]);
-    const double rho = (std::isfinite(localShift) ? localShift : 0.0) + maxShiftLocal + 2.0 * n + 8;
-    double err = Gd * rho * 0x1p-52 + 0x1p-1070;
+    const double ownRel = (std::isfinite(localShift) ? localShift : 0.0) * 0x1p-53 + 0x1p-50;
+    double err = Gd * (ownRel + 2 * sumErr / sum) + 0x1p-1070;
     double gLo = Gd - err, gHi = Gd + err;
     const double g = gates[s];
     auto budgetAt = [&](double G, double spec32Dev) {

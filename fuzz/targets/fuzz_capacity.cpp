@@ -20,7 +20,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moe::fuzz;
   static const auto router = openRouter("scalar-probs");
-  Case c = decodeCase(std::span<const uint8_t>(data, size));
+  Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   for (float& x : c.logits)  // capacity is about dispatch: keep every row real
     if (!std::isfinite(x)) x = 0.0f;
   RouteOutput out = router->route(c.tokens, c.experts, c.k, c.logits, 1);

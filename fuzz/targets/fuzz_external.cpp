@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }();
   static LevelCounters levels;
-  const Case c = decodeCase(std::span<const uint8_t>(data, size));
+  const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   CaseResult r = judgeCase(*router, c, VerdictConfig{}, levels);
   if (r.violation) reportAndAbort(mismatchReport(*router, c, r));
   return 0;

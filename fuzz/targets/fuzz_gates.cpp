@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moe::fuzz;
   static const auto spec = makeSpec32Router();
   static LevelCounters levels;
-  const Case c = decodeCase(std::span<const uint8_t>(data, size));
+  const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   CaseResult r = judgeCase(*spec, c, VerdictConfig{}, levels);
   if (r.violation) reportAndAbort(mismatchReport(*spec, c, r));
   return 0;

@@ -30,7 +30,7 @@ bool sameBits(const RowMatrix& a, const RowMatrix& b, int64_t rowA, int64_t rowB
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moe::fuzz;
-  Case c = decodeCase(std::span<const uint8_t>(data, size));
+  Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   const int64_t E = std::min<int32_t>(c.experts, 16);
   const int64_t d = 1 + c.variant % 8, h = 1 + (c.variant >> 3) % 8;
   const int64_t T = std::min<int32_t>(c.tokens, 8);

@@ -25,7 +25,7 @@ const std::vector<std::unique_ptr<moe::fuzz::Router>>& routers() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moe::fuzz;
-  const Case c = decodeCase(std::span<const uint8_t>(data, size));
+  const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   const auto& all = routers();
   if (all.empty()) return 0;
   const Router& router = *all[c.variant % all.size()];

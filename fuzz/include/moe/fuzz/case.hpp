@@ -65,9 +65,10 @@ class SeededSource final : public ByteSource {
   int left_ = 0;
 };
 
-// The decoder (byte layout in docs/fuzz.md). Always yields a valid case.
-Case decodeCase(ByteSource& source);
-Case decodeCase(std::span<const uint8_t> bytes);
+// The decoder (byte layout in docs/fuzz.md). Always yields a valid case. `maxExperts`
+// (<= 1024) narrows E for throughput runs (MOE_FUZZ_MAX_EXPERTS in the targets).
+Case decodeCase(ByteSource& source, int32_t maxExperts = kMaxExperts);
+Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts = kMaxExperts);
 // Bytes that decode to exactly `c` (used by the structure-keeping custom mutator).
 std::vector<uint8_t> encodeCase(const Case& c);
 
