@@ -3,9 +3,11 @@
 //
 // Per token, probabilities mode: max (and a NaN check), exp(x - max) with Highway's Exp
 // and a lane-wise sum, one division per expert, top-k on the probabilities, and the
-// renormalisation of topk_select.hpp. Logits mode: top-k on the logits (same scan,
-// NaN check fused), then k exponentials. The lane-wise summation order depends only on
-// E and the target, so a token's result is bitwise independent of its batch.
+// renormalisation by the kept sum in index order. Logits mode: lane-wise max (and a NaN
+// check), top-k on the logits, then k exponentials, a lane-wise sum and k divisions.
+// Summation orders depend only on E, k and the target, so a token's result is bitwise
+// independent of its batch. Top-k: the fast path below, else SelectTopKVector, else
+// (k > kInsertionTopKMax) partial_sort.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -132,8 +134,8 @@ struct Scratch {
 // Every top-k element is >= T, the kk-th largest of the lane-wise maxima (kk lanes hold a
 // maximum >= T, each a distinct element). Typically ~10 elements pass (E = 64 or 256,
 // k = 8, 16 lanes); they are compressed in index order and ranked in one vector by
-// counting, over all lane rotations, how many candidates beat each one. More candidates
-// than lanes: the caller falls back to SelectTopKVector.
+// counting how many candidates beat each one. k = 1 is an argmax. More candidates than
+// lanes: the caller falls back to SelectTopKVector.
 
 // The kk-th largest lane of m: the smallest lane that fewer than kk lanes exceed.
 HWY_INLINE float KthLargestLane(D d, V m, int32_t kk, const int32_t* rotations) {
