@@ -38,7 +38,7 @@ TEST_P(RouterSemantics, KeepsReferenceSetOnSeparatedRowsForEveryE) {
   std::mt19937 rng(20261129);
   std::vector<int32_t> es;
   for (int32_t e = 1; e <= 130; ++e) es.push_back(e);
-  for (int32_t e : {255, 256, 257, 1000, 4096}) es.push_back(e);
+  for (int32_t e : {255, 256, 257, 1000, 4096, 65536}) es.push_back(e);
   for (const int32_t experts : es) {
     for (const int32_t k : {1, 2, 3, 8, experts, experts + 3}) {
       if (experts > 1000 && k > 8 && k < experts) continue;
