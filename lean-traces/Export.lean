@@ -4,7 +4,7 @@
   definitions, and its `Lst` list library, without an import.
 
   A deterministic generator (a 64-bit LCG, fixed seed) draws cases aimed at the edges
-  of the spec: exact ties, +0/-0, ±inf, subnormals, near-ties by one ulp, E not a power
+  of the spec: exact ties, +0 and -0, ±inf, subnormals, near-ties by one ulp, E not a power
   of two, k = 0, k = E, k > E, NaN (outside the domain), capacity and balance groups.
   For each case it evaluates the spec and writes every output to
   `moe_spec_vectors_v1.json` in the working directory (IO.FS.writeFile, not stdout:
@@ -45,6 +45,11 @@ def genList {β : Type} : Nat → Gen β → Gen (List β)
     let x ← g
     let xs ← genList n g
     return x :: xs
+
+/-- The lists one after the other (`List.flatten`, written here for the interpreter). -/
+def joinLists {β : Type} : List (List β) → List β
+  | [] => []
+  | xs :: rest => Lst.app xs (joinLists rest)
 
 /-! ## Text of JSON values -/
 
@@ -116,7 +121,8 @@ def vecText {α : Type} [Exportable α] (v : List α) : String := arr (Lst.map E
 
 def matText {α : Type} [Exportable α] (m : List (List α)) : String := arr (Lst.map vecText m)
 
-def ctx (α : Type) [Exportable α] : String × String := ("context", q (Exportable.contextName α))
+def ctx (α : Type) [Exportable α] : String × String :=
+  ("context", q (Exportable.contextName (α := α)))
 
 /-! ## Test records -/
 
@@ -131,6 +137,8 @@ structure Case where
 instance : Inhabited Case := ⟨⟨"", "", [], "", []⟩⟩
 
 def f32 (bits : Nat) : Float32 := Float32.ofBits bits.toUInt32
+
+instance : Inhabited Float32 := ⟨f32zero⟩
 
 /-- -3 … 3 as binary32 bit patterns: small integers make exact ties likely. -/
 def smallInts32 : List Nat :=
@@ -207,7 +215,7 @@ def scoreFlags {α : Type} [Context α] [Exportable α] (s : List α) : List Str
     let b := score s p.2
     !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a)
     (pairs E)
-  Lst.flatMap id [
+  joinLists [
     if tie then ["ExactTie"] else [],
     if Lst.any Exportable.isNegZero s then ["SignedZero"] else [],
     if Lst.any Exportable.isInf s then ["Infinity"] else [],
@@ -239,7 +247,7 @@ def routingCase (comment : String) (k : Nat) (l : List Float32) : Case :=
   let onLogits := keptExperts k l
   let onProbs := if nonFinite then onLogits else keptExperts k tr.out
   let differs := Lst.sort onProbs != Lst.sort onLogits
-  let flags := Lst.flatMap id [scoreFlags l, kFlags k (Lst.len l),
+  let flags := joinLists [scoreFlags l, kFlags k (Lst.len l),
     if nearTie32 l then ["NearTie"] else [],
     if nonFinite then ["NonFiniteRow"] else [],
     if Lst.any (fun e => f32bits e == 0) tr.exps && !nonFinite then ["ExpUnderflow"] else [],
@@ -270,7 +278,7 @@ def softmaxCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
   let tr := Activation.softmaxTraceWith ExpContext.exp l
   let nonFinite := Lst.any Exportable.isNaN tr.out
   { group := "SoftmaxTest", comment := comment,
-    flags := Lst.flatMap id [scoreFlags l, extra, if nonFinite then ["NonFiniteRow"] else []],
+    flags := joinLists [scoreFlags l, extra, if nonFinite then ["NonFiniteRow"] else []],
     result := "valid",
     fields := [ctx α, ("logits", vecText l), ("max", Exportable.text tr.m),
       ("exps", vecText tr.exps), ("denominator", Exportable.text tr.denom),
@@ -283,7 +291,7 @@ def gatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
   let tr := Activation.softmaxTraceWith ExpContext.exp l
   let nonFinite := Lst.any Exportable.isNaN tr.out
   { group := "GatesTest", comment := comment,
-    flags := Lst.flatMap id [scoreFlags l, kFlags k (Lst.len l), extra,
+    flags := joinLists [scoreFlags l, kFlags k (Lst.len l), extra,
       if nonFinite then ["NonFiniteRow"] else []],
     result := "valid",
     fields := [ctx α, ("k", toString k), ("logits", vecText l), ("exps", vecText tr.exps),
@@ -504,7 +512,7 @@ def capacityCase' (i : Nat) : Gen Case := do
   let group ← genList T (nextNat E)
   let useSwitch ← nextNat 2
   let C ← if useSwitch == 0 then pure (switchCapacity E T) else nextNat 4
-  let flags := Lst.flatMap id [if C == 0 then ["CapacityZero"] else [],
+  let flags := joinLists [if C == 0 then ["CapacityZero"] else [],
     if T == 0 then ["EmptyGroup"] else [],
     if Lst.any (· == false) (capacityKeeps C group) then ["TokenDropped"] else []]
   return capacityCase s!"random group #{i}, E={E} C={C}" flags C E group
@@ -628,7 +636,7 @@ def allCases : Gen (List Case) := do
   let fw ← numbered forwardCase' 120 0
   let cp ← numbered capacityCase' 150 0
   let bl ← numbered balanceCase' 120 0
-  return Lst.flatMap id [fixedRoutingCases, r, rk, Lst.flatMap id sg, cb, fw,
+  return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw,
     fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl]
 
 def main : IO Unit := do

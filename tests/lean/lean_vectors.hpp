@@ -1,0 +1,70 @@
+#pragma once
+// Loading the Lean-exported golden vectors (lean-traces/vectors/) and decoding their
+// values: floats are IEEE bit patterns in hex, rationals are "num/den" strings.
+#include <gmpxx.h>
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace moe::lean {
+
+using nlohmann::json;
+
+// Paths baked in by CMake (tests/lean/CMakeLists.txt).
+std::string leanTracesDir();
+std::string vectorsPath();
+std::string schemaPath();
+
+// The vector file, parsed once per process; throws std::runtime_error if unreadable.
+const json& vectors();
+
+// Every test of every group of the given type, with the group's type recorded.
+std::vector<std::reference_wrapper<const json>> testsOfType(const json& file,
+                                                            const std::string& type);
+
+// "0x3f800000" -> float with those bits; throws std::invalid_argument on any other shape.
+float f32FromHex(const std::string& text);
+// "0x3ff0000000000000" -> double with those bits.
+double f64FromHex(const std::string& text);
+// "-3/4" -> exact rational; the denominator must be positive and the fraction reduced.
+mpq_class ratFromText(const std::string& text);
+
+std::uint32_t bitsOf(float x);
+std::uint64_t bitsOf(double x);
+std::string hexOf(float x);
+std::string hexOf(double x);
+
+// Bit-for-bit equality, except that any NaN matches any NaN: IEEE 754 leaves the sign and
+// payload of a NaN result unspecified, and WebAssembly (where Lean ran) chooses freely.
+bool sameBits(float a, float b);
+bool sameBits(double a, double b);
+
+template <class A>
+A scalarFromText(const std::string& text);
+template <>
+inline float scalarFromText<float>(const std::string& text) {
+  return f32FromHex(text);
+}
+template <>
+inline double scalarFromText<double>(const std::string& text) {
+  return f64FromHex(text);
+}
+template <>
+inline mpq_class scalarFromText<mpq_class>(const std::string& text) {
+  return ratFromText(text);
+}
+
+template <class A>
+std::vector<A> vecFromJson(const json& values) {
+  std::vector<A> out;
+  for (const auto& v : values) out.push_back(scalarFromText<A>(v.get<std::string>()));
+  return out;
+}
+
+// "tcId 12 (comment)": the prefix of every failure message, so a failure names its test.
+std::string describe(const json& test);
+
+}  // namespace moe::lean
