@@ -197,7 +197,8 @@ TEST(VerdictStructure, NonRealRowsGetStructureChecksOnly) {
 TEST(VerdictBatch, OutputThatChangesWithTheBatchIsCaught) {
   LambdaRouter variant("variant", probsContract(),
                        spec32Then([](int32_t k, int32_t*, float* g, int32_t t) {
-                         if (t > 1) g[0] = nextUp(g[0]);  // only when batched: still in budget
+                         if (t > 1)  // only when batched, and still inside the gate budget
+                           for (int32_t i = 0; i < k * t; ++i) g[i] = nextUp(g[i]);
                        }));
   Case c;
   c.tokens = 3;
@@ -206,9 +207,12 @@ TEST(VerdictBatch, OutputThatChangesWithTheBatchIsCaught) {
   c.split = 1;
   c.logits = {1, 2, 3, 4, 0, 0, 1, 0, -1, 5, 2, 2};
   LevelCounters levels;
-  CaseResult r = judgeCase(variant, c, VerdictConfig{}, levels);
-  ASSERT_TRUE(r.violation);
-  EXPECT_EQ(r.violation->kind, "batch-variance");
+  for (uint8_t v : {0, 16}) {  // the rerun alone, then the split batch
+    c.variant = v;
+    CaseResult r = judgeCase(variant, c, VerdictConfig{}, levels);
+    ASSERT_TRUE(r.violation) << "variant " << int(v);
+    EXPECT_EQ(r.violation->kind, "batch-variance");
+  }
   // The same router without the claim is not held to it.
   Contract noClaim = probsContract();
   noClaim.batchInvariant = false;

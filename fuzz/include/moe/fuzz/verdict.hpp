@@ -71,8 +71,8 @@ struct CaseResult {
 };
 
 // Routes the case and judges every token; then, when the contract claims batch
-// invariance, reruns the token alone, the batch split at case.split and another thread
-// count, and requires the same bits.
+// invariance, reruns one of: the token at case.split alone, the batch split at case.split,
+// the batch with another thread count (picked by case.variant), and requires the same bits.
 CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
                      LevelCounters& levels);
 
