@@ -48,9 +48,6 @@ def main(repo, out):
                 with zipfile.ZipFile(seeds) as z:
                     z.extractall(corpus)
             run_env = dict(os.environ)
-            libs = sorted(glob.glob(os.path.join(out, "lib", "libmoe_route_*.so")))
-            if name == "fuzz_external" and libs and "MOE_IMPL" not in run_env:
-                run_env["MOE_IMPL"] = libs[0]
             cmd = [f, "-runs=100", "-rss_limit_mb=2048", corpus]
             if os.path.exists(os.path.join(out, f"{name}.dict")):
                 cmd.insert(1, f"-dict={os.path.join(out, name + '.dict')}")
