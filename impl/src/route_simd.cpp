@@ -22,6 +22,7 @@
 #include <hwy/highway.h>
 
 #include "moe/detail/route_kernels.hpp"
+#include "token_lanes-inl.h"
 #include "topk_select.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -416,6 +417,12 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
+#if MOE_TOKEN_LANES
+  if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/true)) {
+    ProbsLanesRows(logits, rows, experts, k, ids, gates);
+    return;
+  }
+#endif
   const D d;
   Scratch scratch(d, experts, k);
   for (int64_t t = 0; t < rows; ++t) {
@@ -428,6 +435,12 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
 // Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
+#if MOE_TOKEN_LANES
+  if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/false)) {
+    LogitsLanesRows(logits, rows, experts, k, ids, gates);
+    return;
+  }
+#endif
   const D d;
   Scratch scratch(d, experts, k);
   const int32_t kk = std::min(k, experts);
