@@ -6,19 +6,25 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
            "#e377c2")
 
 
-def _nice_max(value):
-    """The smallest of 1, 1.5, 2, ..., 8 times a power of ten that is >= value (axis top)."""
+def axis(value, max_intervals=5):
+    """(top, step) of an axis from 0 that shows value: step is 1, 2, 2.5 or 5 times a
+    power of ten, the smallest giving at most max_intervals intervals, so ticks read
+    0, 5, 10, 15 rather than 0, 3.75, 7.5."""
     if value <= 0:
-        return 1
-    power = 1
+        return 1, 1
+    power = 1.0
     while power * 10 <= value:
         power *= 10
     while power > value:
         power /= 10
-    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if step * power >= value:
-            return step * power
-    return 10 * power
+    power /= 10
+    while True:
+        for m in (1, 2, 2.5, 5):
+            step = m * power
+            intervals = -(-value // step)  # ceil
+            if intervals <= max_intervals:
+                return intervals * step, step
+        power *= 10
 
 
 def _fmt(v):
@@ -31,7 +37,7 @@ def line_chart(series, *, title, x_label, y_label, width=520, height=220):
     pw, ph = width - left - right, height - top - bottom
     xs = [x for _, pts in series for x, _ in pts] or [1]
     ys = [y for _, pts in series for _, y in pts] or [1]
-    x_max, y_max = _nice_max(max(xs)), _nice_max(max(ys))
+    (x_max, x_step), (y_max, y_step) = axis(max(xs)), axis(max(ys))
 
     def px(x):
         return left + pw * x / x_max
@@ -42,12 +48,13 @@ def line_chart(series, *, title, x_label, y_label, width=520, height=220):
     out = [f'<svg width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
            f'<text x="{left}" y="16" class="t">{escape(title)}</text>']
-    for i in range(5):
-        y = y_max * i / 4
+    for i in range(round(y_max / y_step) + 1):
+        y = y_step * i
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" '
                    f'class="g"/><text x="{left - 6}" y="{py(y) + 4:.1f}" class="a" '
                    f'text-anchor="end">{_fmt(y)}</text>')
-        x = x_max * i / 4
+    for i in range(round(x_max / x_step) + 1):
+        x = x_step * i
         out.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" class="a" '
                    f'text-anchor="middle">{_fmt(x)}</text>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 4}" class="a" '

@@ -154,9 +154,12 @@ class ReportModelTest(unittest.TestCase):
 
 
 class SvgAxisTest(unittest.TestCase):
-    def test_axis_top_is_a_round_number_at_or_above_the_data(self):
-        for value, top in ((0, 1), (1, 1), (7, 8), (60, 60), (61, 80), (1234, 1500)):
-            self.assertEqual(svg_plot._nice_max(value), top, value)
+    def test_axis_is_round_steps_covering_the_data(self):
+        for value, top, step in ((0, 1, 1), (1, 1, 0.2), (7, 8, 2), (15, 15, 5), (60, 60, 20),
+                                 (61, 80, 20), (1234, 1250, 250), (20780, 25000, 5000)):
+            self.assertEqual(svg_plot.axis(value), (top, step), value)
+            self.assertLessEqual(top / step, 5)
+            self.assertGreaterEqual(top, value)
 
 
 if __name__ == "__main__":
