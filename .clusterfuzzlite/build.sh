@@ -21,6 +21,10 @@ sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 : "${CFLAGS:=-O1 -g -fno-omit-frame-pointer $sanitizers -fsanitize=fuzzer-no-link}"
 : "${CXXFLAGS:=$CFLAGS}"
 : "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}"
+# base-builder compiles C++ against libc++, but GMP's C++ part, fmt and Highway are built
+# against libstdc++ (apt, install-deps.sh): mixing the two fails to link, so this project
+# uses libstdc++ throughout (fine for ASan and UBSan; MSan is not offered in project.yaml).
+CXXFLAGS=${CXXFLAGS//-stdlib=libc++/}
 jobs=${MOE_BUILD_JOBS:-$(nproc)}
 mkdir -p "$OUT" "$WORK"
 
