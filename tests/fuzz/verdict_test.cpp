@@ -246,3 +246,30 @@ TEST(VerdictLevels, FastPathDecidesEasyCases) {
 
 }  // namespace
 }  // namespace moe::fuzz
+
+namespace moe::fuzz {
+namespace {
+
+TEST(VerdictLevels, ABoundaryGateGoesToTheCertifiedLevel) {
+  // [0, 0], k = 2: the exact gates are 1/2. Budget = 1 ulp32(1/2) = 2^-24 only, and the
+  // router's gate is exactly 2^-24 away: the binary64 filter cannot decide (its own error
+  // straddles the boundary), so MPFR decides (or, if even that is too wide, the router gets
+  // the benefit, counted as undecided). Never a violation: |g - G| <= budget holds exactly.
+  std::vector<float> x = {0.0f, 0.0f};
+  std::vector<int32_t> ids = {0, 1};
+  std::vector<float> g = {nextUp(0.5f), 0.5f};
+  VerdictConfig config;
+  config.gateFactor = 0;
+  config.gateUlp = 1;
+  config.analyticFloor = false;
+  LevelCounters levels;
+  Contract c;
+  c.slotOrder = SlotOrder::kRank;
+  Verdict v = judgeToken(x, 2, ids, g, c, config, levels);
+  EXPECT_NE(v.outcome, Outcome::kViolation) << v.certificate;
+  EXPECT_EQ(levels.gateCertified + levels.gateUndecided, 1u);
+  EXPECT_EQ(levels.gateDouble, 1u);  // the second gate, exactly 1/2, is decided in binary64
+}
+
+}  // namespace
+}  // namespace moe::fuzz
