@@ -202,6 +202,7 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
     auto hi = std::upper_bound(kept.begin(), kept.end(), std::make_pair(x[j], E), byValue);
     if (hi != kept.begin() && !((hi - 1)->first < x[j]) && (hi - 1)->second > j) {
       const int32_t i = (hi - 1)->second;
+      ++levels.selectionFloat;  // exact ties are decided by float comparisons
       return violation("tie-higher-index",
                        fmt::format("selection: experts {} and {} tie exactly ({} and {}); expert "
                                    "{} (the lower index) must be kept before expert {}",
@@ -211,13 +212,13 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
   int32_t worstIn = S[0];
   for (int32_t i : S)
     if (beatsX(x, worstIn, i)) worstIn = i;
-  ++levels.selectionFloat;  // ties and the logits mode are decided by float comparisons
-  if (onLogits)
+  if (onLogits) {
+    ++levels.selectionFloat;  // so is the logits mode
     return violation("kept-set",
                      fmt::format("selection: displaced expert {} ranks above kept expert {} on the "
                                  "logits ({} > {}) and the router selects on logits",
                                  bestOut, worstIn, logitText(x, bestOut), logitText(x, worstIn)));
-  --levels.selectionFloat;  // ... the probabilities mode is not
+  }
   // 2. Probabilities: binary64 filter, then MPFR.
   if (!dp) dp.emplace(x);
   auto slope = [&](int32_t i) { return (dp->shift[i] + 2.0 * E + 4 * c + 4) * kU32; };
