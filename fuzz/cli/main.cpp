@@ -86,7 +86,8 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   bool failed;
   auto router = openOptional(impl, "replay", failed);
   if (failed) return 2;
-  int totalFailed = 0, totalPassed = 0, totalSkipped = 0;
+  // Exit 2 when any file or test cannot be read (bad input), else 1 when a test fails.
+  int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& path : files) {
     try {
@@ -96,6 +97,7 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
       std::fprintf(stderr, "%s: %d passed, %d failed, %d skipped\n", path.c_str(), s.passed,
                    s.failed, s.skipped);
       totalFailed += s.failed;
+      unreadable += s.malformed;
       totalPassed += s.passed;
       totalSkipped += s.skipped;
       report.push_back({{"file", path},
@@ -106,6 +108,7 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
     } catch (const std::exception& e) {
       std::fprintf(stderr, "moe-oracle replay: %s\n", e.what());
       ++totalFailed;
+      ++unreadable;
       report.push_back({{"file", path}, {"error", e.what()}});
     }
   }
@@ -113,9 +116,11 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
     std::cout << nlohmann::json{{"passed", totalPassed},
                                 {"failed", totalFailed},
                                 {"skipped", totalSkipped},
+                                {"unreadable", unreadable},
                                 {"files", report}}
                      .dump()
               << "\n";
+  if (unreadable > 0) return 2;
   return totalFailed > 0 ? 1 : 0;
 }
 
@@ -124,7 +129,13 @@ int runExplain(const std::string& path, const std::string& impl, const VerdictCo
   auto router = openOptional(impl, "explain", failed);
   if (failed) return 2;
   try {
-    std::cout << explainVectors(loadVectorFile(path), router.get(), config);
+    int unexplained = 0;
+    std::cout << explainVectors(loadVectorFile(path), router.get(), config, &unexplained);
+    if (unexplained > 0) {
+      std::fprintf(stderr, "moe-oracle explain: %s: %d test(s) could not be read\n", path.c_str(),
+                   unexplained);
+      return 2;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moe-oracle explain: %s\n", e.what());
     return 2;
@@ -166,8 +177,8 @@ int main(int argc, char** argv) {
   std::string replayImpl;
   bool replayJson = false;
   auto* replay = app.add_subcommand("replay",
-                                    "replay golden vectors and reproducers; exit 1 on "
-                                    "any failure");
+                                    "replay golden vectors and reproducers; exit 1 on a "
+                                    "failing test, 2 on input that cannot be read");
   replay->add_option("files", files, "vector files (JSON)")->required()->check(CLI::ExistingFile);
   replay->add_option("--impl", replayImpl, "also run this router (name or .so) on every test");
   replay->add_flag("--json", replayJson, "print a JSON summary on stdout");

@@ -78,7 +78,7 @@ void explainVerdict(fmt::memory_buffer& out, const Verdict& v, const std::string
 }  // namespace
 
 std::string explainVectors(const nlohmann::json& file, const Router* impl,
-                           const VerdictConfig& config) {
+                           const VerdictConfig& config, int* unexplained) {
   checkVectorLayout(file);
   fmt::memory_buffer out;
   std::unique_ptr<Router> spec = makeSpec32Router();
@@ -142,6 +142,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
         }
       } catch (const std::exception& e) {
         fmt::format_to(std::back_inserter(out), "cannot explain: {}\n", e.what());
+        if (unexplained) ++*unexplained;
       }
     }
   }

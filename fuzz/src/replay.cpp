@@ -52,8 +52,9 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
     RoutingVector v;
     try {
       v = parseRoutingTest(t);
-    } catch (const std::invalid_argument& e) {
+    } catch (const std::exception& e) {
       ++out.failed;
+      ++out.malformed;
       out.lines.push_back(fmt::format("RoutingTest: malformed test: {}", e.what()));
       continue;
     }
@@ -92,19 +93,37 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
                            const VerdictConfig& config, ReplaySummary& out) {
   LevelCounters levels;
   for (const auto& t : tests) {
-    const int64_t tcId = t.value("tcId", int64_t{0});
+    const int64_t tcId = t.is_object() && t.contains("tcId") && t["tcId"].is_number_integer()
+                             ? t["tcId"].get<int64_t>()
+                             : 0;
+    // Reading the test is kept apart from judging it: a test that cannot be read is malformed
+    // input (the CLI's exit 2), not a failing router (exit 1).
+    Case c;
+    Contract contract;
+    std::string kind;
+    std::vector<int32_t> ids;
+    std::vector<float> gates;
+    const bool hasOutput = t.is_object() && t.contains("ids") && t.contains("gates");
     try {
-      const Case c = caseOfReproducer(t);
-      const Contract contract =
-          t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
-      const std::string kind = t.value("kind", std::string());
-      // 1. The recorded output must still be judged the recorded violation.
-      if (kind != "batch-variance" && t.contains("ids") && t.contains("gates")) {
-        std::vector<int32_t> ids = t["ids"].get<std::vector<int32_t>>();
-        std::vector<float> gates;
+      c = caseOfReproducer(t);
+      contract = t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
+      kind = t.value("kind", std::string());
+      if (hasOutput) {
+        ids = t["ids"].get<std::vector<int32_t>>();
         for (const auto& g : t["gates"]) gates.push_back(parseHex32(g.get<std::string>()));
         if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size())
           throw std::invalid_argument("ids/gates must hold tokens * k entries");
+      }
+    } catch (const std::exception& e) {
+      ++out.failed;
+      ++out.malformed;
+      out.lines.push_back(
+          fmt::format("RouterReproducer tcId {}: malformed test: {}", tcId, e.what()));
+      continue;
+    }
+    try {
+      // 1. The recorded output must still be judged the recorded violation.
+      if (kind != "batch-variance" && hasOutput) {
         CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
         std::string now = r.violation ? r.violation->kind : "no violation";
         if (t.value("verdict", std::string("violation")) == "violation" && now != kind) {

@@ -35,6 +35,14 @@ void checkVectorLayout(const nlohmann::json& file) {
     if (!g.contains("tests") || !g["tests"].is_array())
       throw std::invalid_argument(
           fmt::format("vector file: group {} has no \"tests\" array", g["type"].dump()));
+    // Wycheproof's tcId is a positive integer; a float (1e308) or a string is bad input.
+    for (const auto& t : g["tests"]) {
+      if (!t.is_object() || !t.contains("tcId") || !t["tcId"].is_number_integer() ||
+          t["tcId"].get<int64_t>() < 1)
+        throw std::invalid_argument(fmt::format(
+            "vector file: group {}: every test needs a positive integer \"tcId\"",
+            g["type"].dump()));
+    }
   }
 }
 

@@ -34,6 +34,7 @@ Case caseOfReproducer(const nlohmann::json& test);
 
 struct ReplaySummary {
   int passed = 0, failed = 0, skipped = 0;
+  int malformed = 0;               // of `failed`: tests that could not be read at all
   std::vector<std::string> lines;  // one per failure or skip, saying why
 };
 
@@ -45,7 +46,8 @@ ReplaySummary replayVectors(const nlohmann::json& file, const Router* impl,
 
 // One case told for a person: each expert's logit, rank, kept or not, exact probability
 // and gate intervals, the implementation's output, the margins, the verdict and why.
+// Tests that cannot be read are told as such and counted in `*unexplained` when given.
 std::string explainVectors(const nlohmann::json& file, const Router* impl,
-                           const VerdictConfig& config);
+                           const VerdictConfig& config, int* unexplained = nullptr);
 
 }  // namespace moe::fuzz
