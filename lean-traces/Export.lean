@@ -268,7 +268,10 @@ def rankCase {α : Type} [Context α] [Exportable α] (comment : String) (k : Na
   else
     { group := "RankTest", comment := comment,
       flags := Lst.app (scoreFlags s) (kFlags k (Lst.len s)), result := "valid",
-      fields := [ctx α, ("k", toString k), ("scores", vecText s), ("ranks", natArr (ranks s)),
+      fields := [ctx α, ("k", toString k), ("scores", vecText s),
+        ("beats", arr (Lst.map (fun j => boolArr (Lst.map (fun i => beats s j i)
+          (Lst.range (Lst.len s)))) (Lst.range (Lst.len s)))),
+        ("ranks", natArr (ranks s)),
         ("kept", boolArr (Lst.map (kept k s) (Lst.range (Lst.len s)))),
         ("keptExperts", natArr (keptExperts k s))] }
 
@@ -312,6 +315,29 @@ def combineCase {α : Type} [Context α] [Exportable α] (comment : String)
     flags := if isPow2 (Lst.len g) then [] else ["NonPowerOfTwoE"], result := "valid",
     fields := [ctx α, ("gates", vecText g), ("outputs", matText outs),
       ("combined", vecText (combineSpec g outs))] }
+
+@[noinline] def ratEq (x y : Rat) : Bool := x.num == y.num && x.den == y.den
+
+/-- PermuteTest: the seed's moe-gate-permute, `gate (s ∘ e) i = gate s (e i)`, over exact
+rational probabilities: gatesOfProbs of the relabelled probabilities `p (e j)` against the
+relabelled gates. It holds exactly unless a tie straddles the kept boundary (then the
+index tie-break decides, and relabelling changes which of the tied experts is kept). -/
+def permuteCase (comment : String) (k : Nat) (p : List Rat) (perm : List Nat) : Case :=
+  let E := Lst.len p
+  let idx := Lst.range E
+  let relabelled := Lst.map (fun j => score p (Lst.getD perm j 0)) idx
+  let g := gatesOfProbs k p
+  let gPerm := gatesOfProbs k relabelled
+  let relabels := Lst.all (fun i => ratEq (score gPerm i) (score g (Lst.getD perm i 0))) idx
+  let order := keptExperts (k + 1) p
+  let tie := decide (0 < k) && decide (k < E) &&
+    !ratGt (score p (Lst.getD order (k - 1) 0)) (score p (Lst.getD order k 0))
+  { group := "PermuteTest", comment := comment,
+    flags := joinLists [scoreFlags p, kFlags k E, if tie then ["TieAtKeptBoundary"] else []],
+    result := "valid",
+    fields := [ctx Rat, ("k", toString k), ("probs", vecText p), ("permutation", natArr perm),
+      ("gates", vecText g), ("permutedGates", vecText gPerm),
+      ("relabels", if relabels then "true" else "false")] }
 
 /-- ForwardTest: a router `logits = W x` and linear experts `out_e = A_e x` (dot
 products in index order from zero); the dense forwardSpec and the sparse block, with the
@@ -492,6 +518,23 @@ def combineCase' (i : Nat) : Gen Case := do
     let outs ← genList E (genList D genRat)
     return combineCase s!"rational combine #{i}" g outs
 
+/-- Probabilities from weights 0..3, so that ties (also at the kept boundary) are common. -/
+def genTiedProbs (E : Nat) : Gen (List Rat) := do
+  let w ← genList E (do
+    let n ← nextNat 4
+    return ratOfNat n)
+  let total := Lst.foldl ratAdd ratZero w
+  if ratIsZero total then
+    return Lst.map (fun _ => ratDiv (ratOfNat 1) (ratOfNat E)) (Lst.range E)
+  return Lst.map (fun x => ratDiv x total) w
+
+def permuteCase' (i : Nat) : Gen Case := do
+  let E ← pick [2, 3, 4, 5, 6, 7, 8]
+  let k ← genK E
+  let p ← genTiedProbs E
+  let perm ← shuffleFrom (Lst.range E) E
+  return permuteCase s!"relabelled experts #{i}, E={E} k={k}" k p perm
+
 def forwardCase' (i : Nat) : Gen Case := do
   let E ← pick [1, 2, 3, 4, 5, 6, 8]
   let k ← genK E
@@ -559,7 +602,7 @@ def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
 
 def groupOrder : List String :=
   ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
-    "CapacityTest", "SwitchCapacityTest", "BalanceTest"]
+    "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest"]
 
 def notes : List (String × String) :=
   [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
@@ -575,6 +618,7 @@ def notes : List (String × String) :=
    ("ExpUnderflow", "Some exp(x_i - m) underflows to 0 in binary32."),
    ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable, design.md section 1)."),
    ("NaN", "A NaN score is outside the domain (StrictWeak fails): the oracle must reject it."),
+   ("TieAtKeptBoundary", "The last kept and the first displaced expert tie exactly: the index tie-break decides, so relabelling the experts need not relabel the gates."),
    ("SeedTheorem", "A concrete theorem of the seed (capacity_depends_on_devices, balance_depends_on_devices)."),
    ("CapacityZero", "Capacity 0: every token is dropped."),
    ("EmptyGroup", "A group with no tokens."),
@@ -634,10 +678,11 @@ def allCases : Gen (List Case) := do
   let sg ← numbered softmaxGatesCase 400 0
   let cb ← numbered combineCase' 120 0
   let fw ← numbered forwardCase' 120 0
+  let pm ← numbered permuteCase' 150 0
   let cp ← numbered capacityCase' 150 0
   let bl ← numbered balanceCase' 120 0
   return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw,
-    fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl]
+    pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl]
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1

@@ -36,6 +36,16 @@ struct ReplayedExp {
 template <class A>
 void expectSameRouting(const json& t, const std::vector<A>& s, std::size_t k) {
   const std::span<const A> view(s);
+  if (t.contains("beats")) {
+    const auto expectedBeats = t.at("beats").get<std::vector<std::vector<bool>>>();
+    ASSERT_EQ(expectedBeats.size(), s.size()) << describe(t);
+    for (std::size_t j = 0; j < s.size(); ++j) {
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        EXPECT_EQ(oracle::beats(view, j, i), expectedBeats[j][i])
+            << describe(t) << " beats " << j << " " << i;
+      }
+    }
+  }
   const auto expectedRanks = t.at("ranks").get<std::vector<std::size_t>>();
   EXPECT_EQ(oracle::ranks(view), expectedRanks) << describe(t);
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -178,6 +188,7 @@ void replayRankTest(const json& t) {
     return;
   }
   EXPECT_TRUE(oracle::StrictWeak(std::span<const A>(s)).ok) << describe(t);
+  EXPECT_TRUE(t.contains("beats")) << describe(t) << ": RankTest exports beats";
   expectSameRouting(t, s, k);
 }
 
