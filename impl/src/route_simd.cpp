@@ -516,8 +516,10 @@ const char* autoTargetName() {
 
 // A target is callable when it was compiled in (HWY_TARGETS) and this CPU supports it.
 #if HWY_TARGETS & HWY_AVX2
+// Asked once: SupportedTargets() costs enough to show in a fuzzer's per-call profile.
 bool cpuHasAvx2() {
-  return (hwy::SupportedTargets() & HWY_AVX2) != 0;
+  static const bool has = (hwy::SupportedTargets() & HWY_AVX2) != 0;
+  return has;
 }
 void avx2ProbsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
   N_AVX2::ProbsRows(l, r, e, k, i, g);
@@ -539,7 +541,8 @@ void avx2Exp(const float*, float*, size_t) {}
 
 #if HWY_TARGETS & HWY_AVX3
 bool cpuHasAvx512() {
-  return (hwy::SupportedTargets() & HWY_AVX3) != 0;
+  static const bool has = (hwy::SupportedTargets() & HWY_AVX3) != 0;
+  return has;
 }
 void avx512ProbsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
   N_AVX3::ProbsRows(l, r, e, k, i, g);
