@@ -15,6 +15,7 @@
 
 #include "moe/routers.hpp"
 #include "route_reference.hpp"
+#include "router_params.hpp"
 
 namespace moe::test {
 namespace {
@@ -103,15 +104,7 @@ TEST_P(GateBudget, GatesStayInsideTheClaimedBudget) {
   EXPECT_GT(gatesChecked, 10000);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRouters, GateBudget,
-                         ::testing::Values("scalar-probs", "scalar-logits", "avx2-probs",
-                                           "avx2-logits", "avx512-probs", "avx512-logits",
-                                           "auto-probs", "auto-logits"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRouters, GateBudget, allBuiltinRouters(), routerTestName);
 
 // softmaxVecSpec then gatesVecSpec in binary32, transliterated from design.md §1.
 std::vector<float> gatesVecSpec32(const std::vector<float>& x, int32_t k) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "moe/routers.hpp"
+#include "router_params.hpp"
 
 namespace moe::test {
 namespace {
@@ -112,15 +113,7 @@ TEST(RouterRegistry, ListsEightNamedRoutersAndFindsThem) {
   EXPECT_TRUE(findRouter("auto-logits")->available());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRouters, RouterAbi,
-                         ::testing::Values("scalar-probs", "scalar-logits", "avx2-probs",
-                                           "avx2-logits", "avx512-probs", "avx512-logits",
-                                           "auto-probs", "auto-logits"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRouters, RouterAbi, allBuiltinRouters(), routerTestName);
 
 }  // namespace
 }  // namespace moe::test

@@ -11,6 +11,7 @@
 
 #include "moe/routers.hpp"
 #include "route_reference.hpp"
+#include "router_params.hpp"
 
 namespace moe::test {
 namespace {
@@ -224,15 +225,7 @@ TEST_P(RouterSemantics, NaNAnywhereInALongRowIsNoticed) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRouters, RouterSemantics,
-                         ::testing::Values("scalar-probs", "scalar-logits", "avx2-probs",
-                                           "avx2-logits", "avx512-probs", "avx512-logits",
-                                           "auto-probs", "auto-logits"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRouters, RouterSemantics, allBuiltinRouters(), routerTestName);
 
 }  // namespace
 }  // namespace moe::test

@@ -12,6 +12,7 @@
 #include "moe/route_abi.h"
 #include "moe/routers.hpp"
 #include "route_reference.hpp"
+#include "router_params.hpp"
 
 #ifndef MOE_ROUTER_LIB_DIR
 #error "MOE_ROUTER_LIB_DIR must name the folder of libmoe_route_<name>.so"
@@ -85,15 +86,7 @@ TEST_P(SharedLib, RoutesAsTheInTreeRouter) {
   EXPECT_EQ(route_(1, experts, k, nullptr, ids.data(), gates.data()), MOE_ROUTE_ENULL);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRouters, SharedLib,
-                         ::testing::Values("scalar-probs", "scalar-logits", "avx2-probs",
-                                           "avx2-logits", "avx512-probs", "avx512-logits",
-                                           "auto-probs", "auto-logits"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllRouters, SharedLib, allBuiltinRouters(), routerTestName);
 
 }  // namespace
 }  // namespace moe::test
