@@ -62,13 +62,33 @@ std::span<const float> specialPool() {
 
 namespace {
 
-float quietNaN() {
-  return std::numeric_limits<float>::quiet_NaN();
-}
+// SpanSource's reads without a virtual call per byte, for decodeCase(bytes): the libFuzzer
+// path. Under -fsanitize=fuzzer every indirect call and every integer compare of an
+// instrumented translation unit is traced; this reader lives here, in case.cpp (built
+// without that tracing), rather than inline in a header that the targets include.
+class DirectSpanReader {
+ public:
+  explicit DirectSpanReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  uint8_t u8() { return pos_ < bytes_.size() ? bytes_[pos_++] : 0; }  // zeros once exhausted
+  uint16_t u16() {
+    const uint8_t lo = u8();
+    return static_cast<uint16_t>(lo | (u8() << 8));
+  }
+  uint32_t u32() {
+    const uint32_t lo = u16();
+    return lo | (static_cast<uint32_t>(u16()) << 16);
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+};
 
 // One logit from the op byte (layout in docs/fuzz.md). `row` holds the values so far in
-// this token's row, `prevRow` the previous token's row (empty for token 0).
-float decodeLogit(ByteSource& src, std::span<const float> row, std::span<const float> prevRow,
+// this token's row, `prevRow` the previous token's row (empty for token 0). A template over
+// the byte reader: ByteSource (virtual) or DirectSpanReader.
+template <class Source>
+float decodeLogit(Source& src, std::span<const float> row, std::span<const float> prevRow,
                   bool allowNaN) {
   uint8_t op = src.u8();
   float x;
@@ -107,26 +127,30 @@ float decodeLogit(ByteSource& src, std::span<const float> row, std::span<const f
   return x;
 }
 
-}  // namespace
+// t8 at or above this reads T from one more byte (1 case in 16 of random bytes).
+constexpr uint8_t kLargeBatchCode = 240;
 
 // Byte layout (docs/fuzz.md):
 //   [e8] E = 1 + e8 % 64, or when e8 & 0x80: [u16] E = 1 + u16 % 1024
 //   [k]  u8 (u16 when E + 2 > 256), k = value % (E + 2)
-//   [t8] T = 1 + t8 % 8 when t8 < 192, else 1 + t8 % 64; then capped so T * E <= 4096
+//   [t8] T = 1 + t8 % 8 when t8 < 240, else [u8] T = 1 + u8 % 64; capped so T * E <= 4096
 //   [mod] bits 0..2 threads (0..7 -> 1,1,2,2,3,4,0,1), bits 3..6 all set: allowNaN
 //   [split] u8 % (T + 1)   [variant] u8
 //   then T * E logits, each an op byte plus its argument bytes.
-Case decodeCase(ByteSource& src, int32_t maxExperts) {
+template <class Source>
+Case decodeFrom(Source& src, int32_t maxExperts) {
   Case c;
   maxExperts = std::clamp(maxExperts, 1, kMaxExperts);
   uint8_t e8 = src.u8();
   c.experts = (e8 & 0x80) ? 1 + src.u16() % maxExperts : 1 + e8 % std::min(64, maxExperts);
   uint32_t kraw = (c.experts + 2 > 256) ? src.u16() : src.u8();
   c.k = static_cast<int32_t>(kraw % static_cast<uint32_t>(c.experts + 2));
-  // Mostly small batches (each token costs a router run and a verdict); up to 64 in one
-  // case in four, so large batches and every split point still come up.
+  // Mostly small batches: each token costs two router runs and a verdict, so the mean T
+  // sets the exec rate. One case in 16 (t8 >= 240) reads T = 1 + u8 % 64 from the next
+  // byte, so large batches and every split point still come up (and libFuzzer keeps the
+  // ones that reach new coverage).
   const uint8_t t8 = src.u8();
-  c.tokens = t8 < 192 ? 1 + t8 % 8 : 1 + t8 % kMaxTokens;
+  c.tokens = t8 < kLargeBatchCode ? 1 + t8 % 8 : 1 + src.u8() % kMaxTokens;
   c.tokens = std::max(1, std::min(c.tokens, kMaxLogits / c.experts));
   uint8_t mod = src.u8();
   static constexpr int32_t kThreads[8] = {1, 1, 2, 2, 3, 4, 0, 1};
@@ -134,28 +158,33 @@ Case decodeCase(ByteSource& src, int32_t maxExperts) {
   c.allowNaN = (mod & 0x78) == 0x78;  // 1 case in 16: NaN is out of the domain
   c.split = src.u8() % (c.tokens + 1);
   c.variant = src.u8();
-  c.logits.reserve(static_cast<size_t>(c.tokens) * c.experts);
+  // Sized once up front, so the row spans below stay valid while the rows fill in.
+  c.logits.assign(static_cast<size_t>(c.tokens) * c.experts, 0.0f);
   for (int32_t t = 0; t < c.tokens; ++t) {
-    size_t start = c.logits.size();
+    float* start = c.logits.data() + static_cast<size_t>(t) * c.experts;
     std::span<const float> prev;
     if (t > 0) prev = c.row(t - 1);
-    for (int32_t e = 0; e < c.experts; ++e) {
-      std::span<const float> row(c.logits.data() + start, static_cast<size_t>(e));
-      float x = decodeLogit(src, row, prev, c.allowNaN);
-      c.logits.push_back(x);
-      if (t > 0) prev = c.row(t - 1);  // push_back may have moved the storage
-    }
+    for (int32_t e = 0; e < c.experts; ++e)
+      start[e] =
+          decodeLogit(src, std::span<const float>(start, static_cast<size_t>(e)), prev, c.allowNaN);
   }
   return c;
 }
 
+}  // namespace
+
+Case decodeCase(ByteSource& src, int32_t maxExperts) {
+  return decodeFrom(src, maxExperts);
+}
+
 Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts) {
-  SpanSource src(bytes);
-  return decodeCase(src, maxExperts);
+  DirectSpanReader src(bytes);
+  return decodeFrom(src, maxExperts);
 }
 
 std::vector<uint8_t> encodeCase(const Case& c) {
   std::vector<uint8_t> out;
+  out.reserve(8 + 5 * c.logits.size());  // the header, then 5 bytes per logit
   auto put16 = [&](uint32_t v) {
     out.push_back(static_cast<uint8_t>(v));
     out.push_back(static_cast<uint8_t>(v >> 8));
@@ -166,8 +195,13 @@ std::vector<uint8_t> encodeCase(const Case& c) {
     put16(static_cast<uint32_t>(c.k));
   else
     out.push_back(static_cast<uint8_t>(c.k));
-  // T <= 8 encodes below 192; larger T as 192 + (T - 1) (t8 % 64 = T - 1 since 192 % 64 = 0).
-  out.push_back(static_cast<uint8_t>(c.tokens <= 8 ? c.tokens - 1 : 192 + c.tokens - 1));
+  // T <= 8 encodes as T - 1; larger T as the large-batch code, then T - 1.
+  if (c.tokens <= 8) {
+    out.push_back(static_cast<uint8_t>(c.tokens - 1));
+  } else {
+    out.push_back(kLargeBatchCode);
+    out.push_back(static_cast<uint8_t>(c.tokens - 1));
+  }
   uint8_t threadsCode = 0;
   switch (c.threads) {
     case 2:

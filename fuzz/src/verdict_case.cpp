@@ -22,6 +22,7 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
   r.output.ids.assign(ids.begin(), ids.end());
   r.output.gates.assign(gates.begin(), gates.end());
   const size_t k = static_cast<size_t>(c.k);
+  r.tokens.reserve(static_cast<size_t>(c.tokens));
   for (int32_t t = 0; t < c.tokens; ++t) {
     Verdict v = judgeToken(c.row(t), c.k, ids.subspan(t * k, k), gates.subspan(t * k, k), contract,
                            config, levels);

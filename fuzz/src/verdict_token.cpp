@@ -364,7 +364,10 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
   // Exact gates of S in binary64: G_e = exp(x_e - mS) / sum_S exp(x_j - mS), mS = max over S.
   float mS = x[S[0]];
   for (int32_t e : S) mS = mS <= x[e] ? x[e] : mS;
-  std::vector<double> P(n), shiftM(n);
+  // Reused across calls: one token's gates are judged per call, thousands per second.
+  thread_local std::vector<double> P, shiftM;
+  P.resize(static_cast<size_t>(n));
+  shiftM.resize(static_cast<size_t>(n));
   // P_j = exp(-(mS - x_j)) in binary64: the argument's rounding (relative 2^-53) becomes
   // a relative error sh_j 2^-53 of P_j, exp adds < 2^-52; sumErr bounds the sum's error
   // (terms' errors plus n roundings). P_j sh_j stays small when sh_j is huge (P_j ~ 0).

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/mutate.hpp"
@@ -35,6 +37,39 @@ bool sameBits(const Case& a, const Case& b) {
   for (size_t i = 0; i < a.logits.size(); ++i)
     if (bitsOf(a.logits[i]) != bitsOf(b.logits[i])) return false;
   return true;
+}
+
+// Throughput (docs/fuzz.md): most cases are small batches, but every T in [1, 64] stays
+// reachable from bytes and every T round-trips through encodeCase.
+TEST(CaseDecode, BatchSizesAreMostlySmallButAllReachable) {
+  for (int32_t t = 1; t <= kMaxTokens; ++t) {
+    Case c;
+    c.tokens = t;
+    c.experts = 2;
+    c.k = 1;
+    c.split = t / 2;
+    c.logits.assign(static_cast<size_t>(2 * t), 1.5f);
+    Case back = decodeCase(encodeCase(c));
+    ASSERT_EQ(back.tokens, t);
+    ASSERT_TRUE(sameBits(c, back)) << "T = " << t;
+  }
+  // The shape header alone (E = 2, k, t8, then the large-batch byte) over every t8 and the
+  // byte after it: T > 8 for exactly the t8 values of one case in 16.
+  int large = 0, total = 0;
+  std::vector<bool> seen(kMaxTokens + 1, false);
+  for (int t8 = 0; t8 < 256; ++t8) {
+    for (int next = 0; next < 256; ++next) {
+      const uint8_t bytes[] = {1, 1, static_cast<uint8_t>(t8), static_cast<uint8_t>(next)};
+      Case c = decodeCase(std::span<const uint8_t>(bytes, sizeof bytes));
+      expectValid(c);
+      seen[c.tokens] = true;
+      large += c.tokens > 8;
+      ++total;
+    }
+  }
+  for (int32_t t = 1; t <= kMaxTokens; ++t) EXPECT_TRUE(seen[t]) << "T = " << t;
+  EXPECT_GT(large, total / 20);
+  EXPECT_LT(large, total / 12);
 }
 
 TEST(CaseDecode, SeededStreamsGiveValidCasesThatRoundTrip) {

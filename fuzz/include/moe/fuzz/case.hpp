@@ -38,8 +38,15 @@ class ByteSource {
  public:
   virtual ~ByteSource() = default;
   virtual uint8_t u8() = 0;
-  uint16_t u16() { return static_cast<uint16_t>(u8() | (u8() << 8)); }
-  uint32_t u32() { return static_cast<uint32_t>(u16()) | (static_cast<uint32_t>(u16()) << 16); }
+  // Little-endian, low byte first (sequenced: the operands of | are not).
+  uint16_t u16() {
+    const uint8_t lo = u8();
+    return static_cast<uint16_t>(lo | (u8() << 8));
+  }
+  uint32_t u32() {
+    const uint32_t lo = u16();
+    return lo | (static_cast<uint32_t>(u16()) << 16);
+  }
 };
 
 class SpanSource final : public ByteSource {
