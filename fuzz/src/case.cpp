@@ -103,6 +103,10 @@ float decodeLogit(Source& src, std::span<const float> row, std::span<const float
     case 3: {
       auto pool = specialPool();
       x = pool[src.u8() % pool.size()];
+      // One +inf makes the whole row non-real (only structure is checked there); at E = 64
+      // a plain pick left ~40% of tokens non-real, so +inf needs one more byte to agree.
+      if (x == std::numeric_limits<float>::infinity() && (src.u8() & 7) != 0)
+        x = std::numeric_limits<float>::max();
       break;
     }
     case 4:  // copy an earlier logit: an exact tie
