@@ -107,7 +107,8 @@ const BugInfo* findBug(std::string_view name) {
 int routeWithBug(Bug bug, int32_t tokens, int32_t experts, int32_t k, const float* logits,
                  int32_t* ids, float* gates) {
   if (tokens < 0 || experts < 1 || k < 0 ||
-      (tokens > 0 && (!logits || (k > 0 && (!ids || !gates))))) return 1;
+      (tokens > 0 && (!logits || (k > 0 && (!ids || !gates)))))
+    return 1;
   float batchMax = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < int64_t{tokens} * experts; ++i)
     batchMax = batchMax <= logits[i] ? logits[i] : batchMax;

@@ -39,9 +39,9 @@ void checkVectorLayout(const nlohmann::json& file) {
     for (const auto& t : g["tests"]) {
       if (!t.is_object() || !t.contains("tcId") || !t["tcId"].is_number_integer() ||
           t["tcId"].get<int64_t>() < 1)
-        throw std::invalid_argument(fmt::format(
-            "vector file: group {}: every test needs a positive integer \"tcId\"",
-            g["type"].dump()));
+        throw std::invalid_argument(
+            fmt::format("vector file: group {}: every test needs a positive integer \"tcId\"",
+                        g["type"].dump()));
     }
   }
 }

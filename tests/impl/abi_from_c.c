@@ -3,7 +3,7 @@
 #include "moe/route_abi.h"
 #include "moe/route_bf16.h"
 
-typedef int (*moe_route_v1_fn)(int32_t, int32_t, int32_t, const float *, int32_t *, float *);
+typedef int (*moe_route_v1_fn)(int32_t, int32_t, int32_t, const float*, int32_t*, float*);
 
 int moe_test_route_from_c(moe_route_v1_fn route) {
   const float logits[3] = {0.5f, 2.0f, 1.0f};

@@ -168,7 +168,7 @@ TEST(LayerRejects, BadShapesRoutersAndRoutings) {
   EXPECT_THROW(layer.forward_dense(RowMatrix(2, 3)), std::invalid_argument);
   EXPECT_THROW(Layer::random({4, 4, 3, 2}, 1, "no-such-router"), std::invalid_argument);
   EXPECT_THROW(Layer::random({-1, 4, 3, 2}, 1), std::invalid_argument);
-  EXPECT_THROW(Layer(RowMatrix(4, 2), {}, 1), std::invalid_argument);  // 2 columns, 0 experts
+  EXPECT_THROW(Layer(RowMatrix(4, 2), {}, 1), std::invalid_argument);       // 2 columns, 0 experts
   EXPECT_THROW(layer.routeLogits(RowMatrix(2, 4)), std::invalid_argument);  // E is 3
   const RowMatrix x = randomTokens(2, 4, 1);
   Routing routing = layer.route(x);
