@@ -14,9 +14,7 @@
 namespace moe::detail {
 namespace {
 
-// Below this many logits per thread, another thread costs more than it saves. Applies to
-// threads = 0 (all cores) only: an explicit count is honoured up to one thread per token, so
-// a caller (the fuzzer's thread-count rerun) can exercise the split on small batches.
+// Below this many logits per thread, another thread costs more than it saves.
 constexpr int64_t kMinLogitsPerThread = 1 << 15;
 
 // No buffer is larger than a 64-bit address space's 2^48 bytes: sizes beyond are absurd
@@ -40,10 +38,10 @@ int checkArgs(int32_t tokens, int32_t experts, int32_t k, const float* logits, c
 }
 
 int32_t workerCount(int32_t tokens, int32_t experts, int32_t threads) {
-  if (threads > 0) return static_cast<int32_t>(std::min<int64_t>(threads, tokens));
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  int64_t want = threads;
+  if (want == 0) want = std::max(1u, std::thread::hardware_concurrency());
   const int64_t byWork = std::max<int64_t>(1, int64_t{tokens} * experts / kMinLogitsPerThread);
-  return static_cast<int32_t>(std::min({cores, byWork, int64_t{tokens}}));
+  return static_cast<int32_t>(std::min({want, byWork, int64_t{tokens}}));
 }
 
 }  // namespace
