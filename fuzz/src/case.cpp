@@ -70,14 +70,8 @@ class DirectSpanReader {
  public:
   explicit DirectSpanReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
   uint8_t u8() { return pos_ < bytes_.size() ? bytes_[pos_++] : 0; }  // zeros once exhausted
-  uint16_t u16() {
-    const uint8_t lo = u8();
-    return static_cast<uint16_t>(lo | (u8() << 8));
-  }
-  uint32_t u32() {
-    const uint32_t lo = u16();
-    return lo | (static_cast<uint32_t>(u16()) << 16);
-  }
+  uint16_t u16() { return readU16(*this); }
+  uint32_t u32() { return readU32(*this); }
 
  private:
   std::span<const uint8_t> bytes_;

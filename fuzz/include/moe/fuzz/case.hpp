@@ -33,20 +33,26 @@ struct Case {
   }
 };
 
+// Little-endian, low byte first (sequenced: the operands of | are not). Shared by every
+// byte reader so the layout is written once.
+template <class Source>
+uint16_t readU16(Source& src) {
+  const uint8_t lo = src.u8();
+  return static_cast<uint16_t>(lo | (src.u8() << 8));
+}
+template <class Source>
+uint32_t readU32(Source& src) {
+  const uint32_t lo = readU16(src);
+  return lo | (static_cast<uint32_t>(readU16(src)) << 16);
+}
+
 // Where the decoder's choices come from: libFuzzer bytes (zeros once exhausted) or a PRNG.
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
   virtual uint8_t u8() = 0;
-  // Little-endian, low byte first (sequenced: the operands of | are not).
-  uint16_t u16() {
-    const uint8_t lo = u8();
-    return static_cast<uint16_t>(lo | (u8() << 8));
-  }
-  uint32_t u32() {
-    const uint32_t lo = u16();
-    return lo | (static_cast<uint32_t>(u16()) << 16);
-  }
+  uint16_t u16() { return readU16(*this); }
+  uint32_t u32() { return readU32(*this); }
 };
 
 class SpanSource final : public ByteSource {
