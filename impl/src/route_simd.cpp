@@ -22,6 +22,7 @@
 #include <hwy/highway.h>
 
 #include "moe/detail/route_kernels.hpp"
+#include "row16-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
 
@@ -417,6 +418,24 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
+#if MOE_ROW16
+  if (UsesRow16(experts, std::min(k, experts))) {
+    const D d;
+    Scratch scratch(d, experts, k);
+    WithRow16Vectors(experts, [&](auto vectors) {
+      for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
+        const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
+        uint32_t left = Row16ProbsGroup<decltype(vectors)::value>(logits + t0 * experts, group, experts, k,
+                                                         ids + t0 * k, gates + t0 * k);
+        for (; left != 0; left &= left - 1) {
+          const int64_t t = t0 + __builtin_ctz(left);
+          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+        }
+      }
+    });
+    return;
+  }
+#endif
 #if MOE_TOKEN_LANES
   if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/true)) {
     ProbsLanesRows(logits, rows, experts, k, ids, gates);
@@ -435,6 +454,24 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
 // Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
+#if MOE_ROW16
+  if (UsesRow16(experts, std::min(k, experts))) {
+    const D d;
+    Scratch scratch(d, experts, k);
+    WithRow16Vectors(experts, [&](auto vectors) {
+      for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
+        const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
+        uint32_t left = Row16LogitsGroup<decltype(vectors)::value>(logits + t0 * experts, group, experts, k,
+                                                         ids + t0 * k, gates + t0 * k);
+        for (; left != 0; left &= left - 1) {
+          const int64_t t = t0 + __builtin_ctz(left);
+          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+        }
+      }
+    });
+    return;
+  }
+#endif
 #if MOE_TOKEN_LANES
   if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/false)) {
     LogitsLanesRows(logits, rows, experts, k, ids, gates);

@@ -1,0 +1,112 @@
+// Rows of 17..64 experts whose best values are neighbouring floats, exact ties or +-0 at
+// the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
+// would go wrong (the AVX-512 one-row kernels sort keys with 4 bits of the value cut off
+// and hand ties and close values to the general path). Every router, against the
+// double-precision reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moe/routers.hpp"
+#include "route_reference.hpp"
+#include "router_params.hpp"
+
+namespace moe::test {
+namespace {
+
+class RouterCloseValues : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    router_ = findRouter(GetParam());
+    ASSERT_NE(router_, nullptr);
+    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
+  }
+  bool probsMode() const { return GetParam().ends_with("-probs"); }
+  const BuiltinRouter* router_ = nullptr;
+};
+
+// The kk + 2 best of a row are 1.5 plus steps of `stepUlps` ulps of 1.5, in a shuffled
+// order at random places; the rest are spread below 0.
+std::vector<float> closeTopRow(std::mt19937& rng, int32_t experts, int32_t top, int32_t stepUlps) {
+  std::uniform_real_distribution<float> low(-8.0f, -1.0f);
+  std::vector<float> row(static_cast<size_t>(experts));
+  for (auto& v : row) v = low(rng);
+  std::vector<int32_t> where(static_cast<size_t>(experts));
+  std::iota(where.begin(), where.end(), 0);
+  std::shuffle(where.begin(), where.end(), rng);
+  for (int32_t i = 0; i < std::min(top, experts); ++i) {
+    row[static_cast<size_t>(where[static_cast<size_t>(i)])] =
+        1.5f + static_cast<float>(i * stepUlps) * 0x1p-23f;
+  }
+  return row;
+}
+
+TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
+  std::mt19937 rng(5);
+  // Logits mode orders the logits themselves: one ulp apart is enough. Probabilities mode
+  // orders rounded probabilities; steps of 4 ulps or more keep the binary32 probabilities
+  // in the logits' order (exp and division err by about 1.5 ulp).
+  const std::vector<int32_t> steps =
+      probsMode() ? std::vector<int32_t>{4, 8, 16, 40} : std::vector<int32_t>{1, 2, 8, 16, 40};
+  for (const int32_t experts : {17, 31, 33, 48, 50, 64}) {
+    for (const int32_t k : {2, 5, 8}) {
+      for (const int32_t step : steps) {
+        for (int rep = 0; rep < 20; ++rep) {
+          const auto row = closeTopRow(rng, experts, k + 2, step);
+          const Routed out = routeOrDie(*router_, 1, experts, k, row);
+          const RowReference ref = referenceRow(row.data(), experts, k, probsMode());
+          SCOPED_TRACE(testing::Message() << "E=" << experts << " k=" << k << " step=" << step);
+          for (int32_t s = 0; s < k; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
+  for (const int32_t experts : {17, 40, 64}) {
+    for (const int32_t k : {2, 8}) {
+      // Everything at -2 except k - 1 clear winners (at E-1, E-3, ...) and two equal values
+      // for the last place, in different vectors of the row.
+      std::vector<float> row(static_cast<size_t>(experts), -2.0f);
+      for (int32_t i = 0; i + 1 < k; ++i) row[static_cast<size_t>(experts - 1 - 2 * i)] = 3.0f + i;
+      const int32_t a = 1;
+      const int32_t b = experts - 2;
+      row[a] = 1.0f;
+      row[b] = 1.0f;
+      const Routed out = routeOrDie(*router_, 1, experts, k, row);
+      SCOPED_TRACE(testing::Message() << "E=" << experts << " k=" << k);
+      EXPECT_EQ(out.ids[static_cast<size_t>(k - 1)], a);
+      // +0 and -0 tie too.
+      row[a] = -0.0f;
+      row[b] = 0.0f;
+      const Routed zeros = routeOrDie(*router_, 1, experts, k, row);
+      EXPECT_EQ(zeros.ids[static_cast<size_t>(k - 1)], a);
+      row[a] = 0.0f;
+      row[b] = -0.0f;
+      const Routed zeros2 = routeOrDie(*router_, 1, experts, k, row);
+      EXPECT_EQ(zeros2.ids[static_cast<size_t>(k - 1)], a);
+    }
+  }
+}
+
+TEST_P(RouterCloseValues, ManyEqualValuesAboveTheThreshold) {
+  // Twenty experts share the best value: more candidates than one vector holds, and ties.
+  for (const int32_t experts : {33, 64}) {
+    std::vector<float> row(static_cast<size_t>(experts), -1.0f);
+    for (int32_t i = 0; i < 20; ++i) row[static_cast<size_t>((i * 7) % experts)] = 2.0f;
+    const RowReference ref = referenceRow(row.data(), experts, 8, probsMode());
+    const Routed out = routeOrDie(*router_, 1, experts, 8, row);
+    for (int32_t s = 0; s < 8; ++s) EXPECT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRouters, RouterCloseValues, allBuiltinRouters(), routerTestName);
+
+}  // namespace
+}  // namespace moe::test
