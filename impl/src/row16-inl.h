@@ -1,5 +1,5 @@
 // One-token routing kernels for AVX-512 rows of 17..64 experts (one to four 16-lane
-// vectors held in registers) and kk = min(k, E) in 2..8. Re-included once per Highway
+// vectors held in registers) and kk = min(k, E) in 1..8. Re-included once per Highway
 // target by route_simd.cpp (foreach_target), hence the toggle guard.
 //
 // Selection without a sorted list:
@@ -42,7 +42,7 @@ inline constexpr int32_t kRow16MaxExperts = 64;
 inline constexpr int32_t kRow16MaxKept = 8;
 
 inline bool UsesRow16(int32_t experts, int32_t kk) {
-  return experts > 16 && experts <= kRow16MaxExperts && kk >= 2 && kk <= kRow16MaxKept;
+  return experts > 16 && experts <= kRow16MaxExperts && kk >= 1 && kk <= kRow16MaxKept;
 }
 
 // Tokens are routed in groups of kRow16Group, one phase at a time over the group, so that
