@@ -425,8 +425,8 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
     WithRow16Vectors(experts, [&](auto vectors) {
       for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
         const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
-        uint32_t left = Row16ProbsGroup<decltype(vectors)::value>(logits + t0 * experts, group, experts, k,
-                                                         ids + t0 * k, gates + t0 * k);
+        uint32_t left = Row16ProbsGroup<decltype(vectors)::value>(
+            logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
         for (; left != 0; left &= left - 1) {
           const int64_t t = t0 + __builtin_ctz(left);
           ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
@@ -461,11 +461,12 @@ void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, i
     WithRow16Vectors(experts, [&](auto vectors) {
       for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
         const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
-        uint32_t left = Row16LogitsGroup<decltype(vectors)::value>(logits + t0 * experts, group, experts, k,
-                                                         ids + t0 * k, gates + t0 * k);
+        uint32_t left = Row16LogitsGroup<decltype(vectors)::value>(
+            logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
         for (; left != 0; left &= left - 1) {
           const int64_t t = t0 + __builtin_ctz(left);
-          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
+                           scratch);
         }
       }
     });
