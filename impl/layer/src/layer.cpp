@@ -246,8 +246,9 @@ RowMatrix Layer::forward_sparse(const RowMatrix& x, const Routing& routing,
     return id >= 0 && (keep.empty() || keep[static_cast<std::size_t>(slot)] != 0);
   };
   for (std::int64_t slot = 0; slot < tokens * k_; ++slot) {
-    if (slotRuns(slot))
-      ++start[static_cast<std::size_t>(routing.ids[static_cast<std::size_t>(slot)] + 1)];
+    if (slotRuns(slot)) {
+      ++start[static_cast<std::size_t>(routing.ids[static_cast<std::size_t>(slot)]) + 1];
+    }
   }
   for (std::int64_t e = 0; e < experts; ++e)
     start[static_cast<std::size_t>(e + 1)] += start[static_cast<std::size_t>(e)];

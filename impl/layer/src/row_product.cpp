@@ -10,7 +10,7 @@ namespace {
 // row's result does not depend on which block or panel path computed it.
 constexpr std::int64_t kRows = 4;
 constexpr std::int64_t kLanes = 8;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 // Loads and stores go through memcpy (the rows are not aligned to the vector size); they are
 // written out where used because a function returning Lanes would change the psABI.

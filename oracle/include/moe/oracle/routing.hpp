@@ -148,6 +148,7 @@ std::vector<std::size_t> keptExpertsLiteral(std::size_t k, std::span<const A> s)
   }
   std::sort(byRank.begin(), byRank.end());
   std::vector<std::size_t> out;
+  out.reserve(byRank.size());
   for (const auto& [r, i] : byRank) out.push_back(i);
   return out;
 }
