@@ -1,5 +1,5 @@
-// One-token routing kernels for AVX-512 rows of 17..64 experts (one to four 16-lane
-// vectors held in registers) and kk = min(k, E) in 1..8. Re-included once per Highway
+// One-token routing kernels for AVX-512 rows of 17..256 experts (2 to 16 16-lane
+// vectors) and kk = min(k, E) in 1..8. Re-included once per Highway
 // target by route_simd.cpp (foreach_target), hence the toggle guard.
 //
 // Selection without a sorted list:
@@ -38,7 +38,7 @@ namespace HWY_NAMESPACE {
 
 namespace r16 = hwy::HWY_NAMESPACE;
 
-inline constexpr int32_t kRow16MaxExperts = 64;
+inline constexpr int32_t kRow16MaxExperts = 256;
 inline constexpr int32_t kRow16MaxKept = 8;
 
 inline bool UsesRow16(int32_t experts, int32_t kk) {
@@ -145,26 +145,33 @@ HWY_INLINE void KthLargest(const __m512 (&sorted)[kRow16Group], int32_t kk,
   for (int g = 0; g < kRow16Group; ++g) t[g] = _mm512_set1_ps(lanes[g][kk - 1]);
 }
 
-// A row's R vectors; lanes past E in the last one read -inf (no fault: masked load).
+// The real lanes of a row's vector r: experts 16 r + lane < E.
+HWY_INLINE __mmask16 RealLanes(int32_t experts, int r) {
+  const int32_t n = std::clamp(experts - 16 * r, 0, 16);
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+}
+
+// A row's R vectors (R * 16 >= E); lanes past E read -inf, which no threshold passes, is
+// neutral for the maximum, and has exp 0 (masked loads: nothing past E is read).
 template <int R>
 struct Row16 {
   __m512 v[R];
-  __mmask16 tail;  // the real lanes of v[R - 1]
 
   HWY_INLINE Row16(const float* x, int32_t experts) {
-    const int32_t lastLanes = experts - 16 * (R - 1);
-    tail = static_cast<__mmask16>(lastLanes >= 16 ? 0xFFFFu : (1u << lastLanes) - 1u);
-#pragma GCC unroll 4
-    for (int r = 0; r + 1 < R; ++r) v[r] = _mm512_loadu_ps(x + 16 * r);
-    v[R - 1] = _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), tail,
-                                    x + 16 * (R - 1));
+    const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      v[r] = 16 * (r + 1) <= experts
+                 ? _mm512_loadu_ps(x + 16 * r)
+                 : _mm512_mask_loadu_ps(minusInf, RealLanes(experts, r), x + 16 * r);
+    }
   }
 
   // A NaN logit makes the sum NaN (so does +inf beside -inf in one lane: the general
   // path then sorts it out).
   HWY_INLINE bool MaybeNaN() const {
     __m512 sum = v[0];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int r = 1; r < R; ++r) sum = _mm512_add_ps(sum, v[r]);
     return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) != 0;
   }
@@ -173,7 +180,7 @@ struct Row16 {
 template <int R>
 HWY_INLINE __m512 LaneMax(const __m512 (&v)[R]) {
   __m512 m = v[0];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int r = 1; r < R; ++r) m = _mm512_max_ps(m, v[r]);
   return m;
 }
@@ -181,19 +188,19 @@ HWY_INLINE __m512 LaneMax(const __m512 (&v)[R]) {
 // The candidates of one row: elements >= t (real lanes only), compressed in index order:
 // their values and their expert ids.
 struct Candidates {
-  alignas(64) float val[16 * 4 + 16];  // room for every compressed vector's full store
-  alignas(64) int32_t id[16 * 4 + 16];
+  alignas(64) float val[kRow16MaxExperts + 16];  // room for every compressed vector's store
+  alignas(64) int32_t id[kRow16MaxExperts + 16];
   int32_t count;
 };
 
 template <int R>
-HWY_INLINE void CollectCandidates(const __m512 (&v)[R], __mmask16 tail, __m512 t, Candidates& c) {
+HWY_INLINE void CollectCandidates(const __m512 (&v)[R], int32_t experts, __m512 t, Candidates& c) {
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   int32_t count = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     __mmask16 pass = _mm512_cmp_ps_mask(v[r], t, _CMP_GE_OQ);
-    if (r == R - 1) pass = static_cast<__mmask16>(pass & tail);
+    if (16 * (r + 1) > experts) pass = static_cast<__mmask16>(pass & RealLanes(experts, r));
     _mm512_storeu_ps(c.val + count, _mm512_maskz_compress_ps(pass, v[r]));
     _mm512_storeu_si512(c.id + count, _mm512_maskz_compress_epi32(
                                           pass, _mm512_add_epi32(iota, _mm512_set1_epi32(16 * r))));
@@ -287,7 +294,7 @@ HWY_INLINE uint32_t Row16LogitsGroup(const float* x, int32_t rows, int32_t exper
   Candidates cand[G];
   for (int32_t g = 0; g < rows; ++g) {
     const Row16<R> row(x + int64_t{g} * experts, experts);
-    CollectCandidates(row.v, row.tail, t[g], cand[g]);
+    CollectCandidates(row.v, experts, t[g], cand[g]);
     if (cand[g].count > 16) left |= 1u << g;
   }
   __m512i keys[G];
@@ -350,20 +357,17 @@ HWY_INLINE uint32_t Row16ProbsGroup(const float* x, int32_t rows, int32_t expert
   const int32_t kk = std::min(k, experts);
   const r16::Full512<float> d;
   uint32_t left = 0;
-  alignas(64) float exps[G][16 * 4];
+  alignas(64) float exps[G][16 * R];
   __m512 total[G];
   __m512 sorted[G];
-  __mmask16 tail = 0;
-#pragma GCC unroll 8
   for (int g = 0; g < G; ++g) {  // rows past `rows` repeat the last one, never written
     const Row16<R> row(x + int64_t{std::min(g, rows - 1)} * experts, experts);
-    tail = row.tail;
     const auto m = r16::MaxOfLanes(d, r16::Vec512<float>{LaneMax(row.v)});
     // NaN, +inf or all -inf: the spec's p are all NaN; the general path writes that row.
     if (row.MaybeNaN() || !std::isfinite(r16::GetLane(m))) left |= 1u << g;
     __m512 e[R];
     auto sum = r16::Zero(d);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const auto er = r16::Exp(d, r16::Sub(r16::Vec512<float>{row.v[r]}, m));
       e[r] = er.raw;
@@ -381,9 +385,9 @@ HWY_INLINE uint32_t Row16ProbsGroup(const float* x, int32_t rows, int32_t expert
   for (int32_t g = 0; g < rows; ++g) {
     if ((left >> g) & 1) continue;
     __m512 e[R];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) e[r] = _mm512_load_ps(exps[g] + 16 * r);
-    CollectCandidates(e, tail, _mm512_mul_ps(t[g], margin), cand[g]);
+    CollectCandidates(e, experts, _mm512_mul_ps(t[g], margin), cand[g]);
     // The kk-th p must be normal for the margin argument (tiny p underflow into ties).
     if (!(_mm512_cvtss_f32(_mm512_div_ps(t[g], total[g])) >= 0x1p-125f) || cand[g].count > 16) {
       left |= 1u << g;
@@ -417,15 +421,20 @@ HWY_INLINE uint32_t Row16ProbsGroup(const float* x, int32_t rows, int32_t expert
   return left & ((1u << rows) - 1u);  // padding rows are never written
 }
 
-// Calls fn with std::integral_constant<int, R>, R = the row's vector count (2..4).
+// Calls fn with std::integral_constant<int, R>: the vector count for E, R * 16 >= E, from
+// 2, 3, 4, 8, 16 (past 64 experts a few all -inf vectors cost less than more code).
 template <class Fn>
 HWY_INLINE void WithRow16Vectors(int32_t experts, Fn fn) {
   if (experts <= 32) {
     fn(std::integral_constant<int, 2>());
   } else if (experts <= 48) {
     fn(std::integral_constant<int, 3>());
-  } else {
+  } else if (experts <= 64) {
     fn(std::integral_constant<int, 4>());
+  } else if (experts <= 128) {
+    fn(std::integral_constant<int, 8>());
+  } else {
+    fn(std::integral_constant<int, 16>());
   }
 }
 

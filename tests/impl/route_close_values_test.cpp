@@ -1,4 +1,4 @@
-// Rows of 17..64 experts whose best values are neighbouring floats, exact ties or +-0 at
+// Rows of 17..256 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
 // would go wrong (the AVX-512 one-row kernels sort keys with 4 bits of the value cut off
 // and hand ties and close values to the general path). Every router, against the
@@ -53,7 +53,7 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
   // in the logits' order (exp and division err by about 1.5 ulp).
   const std::vector<int32_t> steps =
       probsMode() ? std::vector<int32_t>{4, 8, 16, 40} : std::vector<int32_t>{1, 2, 8, 16, 40};
-  for (const int32_t experts : {17, 31, 33, 48, 50, 64}) {
+  for (const int32_t experts : {17, 31, 33, 48, 50, 64, 100, 256}) {
     for (const int32_t k : {2, 5, 8}) {
       for (const int32_t step : steps) {
         for (int rep = 0; rep < 20; ++rep) {
@@ -69,7 +69,7 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
 }
 
 TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
-  for (const int32_t experts : {17, 40, 64}) {
+  for (const int32_t experts : {17, 40, 64, 129, 256}) {
     for (const int32_t k : {2, 8}) {
       // Everything at -2 except k - 1 clear winners (at E-1, E-3, ...) and two equal values
       // for the last place, in different vectors of the row.
@@ -97,7 +97,7 @@ TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
 
 TEST_P(RouterCloseValues, ManyEqualValuesAboveTheThreshold) {
   // Twenty experts share the best value: more candidates than one vector holds, and ties.
-  for (const int32_t experts : {33, 64}) {
+  for (const int32_t experts : {33, 64, 200}) {
     std::vector<float> row(static_cast<size_t>(experts), -1.0f);
     for (int32_t i = 0; i < 20; ++i) row[static_cast<size_t>((i * 7) % experts)] = 2.0f;
     const RowReference ref = referenceRow(row.data(), experts, 8, probsMode());
