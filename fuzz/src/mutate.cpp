@@ -11,8 +11,8 @@ namespace {
 
 // Reshapes to E' experts / T' tokens, keeping the overlapping logits and filling new
 // ones with copies of existing values (ties are the interesting inputs).
-void reshape(Case& c, int32_t experts, int32_t tokens) {
-  experts = std::clamp(experts, 1, kMaxExperts);
+void reshape(Case& c, int32_t experts, int32_t tokens, int32_t maxExperts) {
+  experts = std::clamp(experts, 1, maxExperts);
   tokens = std::clamp(tokens, 1, std::max(1, std::min(kMaxTokens, kMaxLogits / experts)));
   std::vector<float> out(static_cast<size_t>(tokens) * experts);
   for (int32_t t = 0; t < tokens; ++t)
@@ -30,7 +30,8 @@ void reshape(Case& c, int32_t experts, int32_t tokens) {
 
 }  // namespace
 
-void mutateCase(Case& c, ByteSource& src) {
+void mutateCase(Case& c, ByteSource& src, int32_t maxExperts) {
+  maxExperts = std::clamp(maxExperts, 1, kMaxExperts);
   const int count = 1 + src.u8() % 4;
   for (int n = 0; n < count; ++n) {
     const size_t size = c.logits.size();
@@ -66,13 +67,19 @@ void mutateCase(Case& c, ByteSource& src) {
       case 7: {
         static constexpr int32_t kEdges[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
         int32_t e =
-            (src.u8() & 1) ? kEdges[src.u8() % std::size(kEdges)] : 1 + src.u16() % kMaxExperts;
-        reshape(c, e, c.tokens);
+            (src.u8() & 1) ? kEdges[src.u8() % std::size(kEdges)] : 1 + src.u16() % maxExperts;
+        reshape(c, e, c.tokens, maxExperts);
         break;
       }
-      case 8:
-        reshape(c, c.experts, 1 + src.u8() % kMaxTokens);
+      case 8: {
+        // T drawn as the decoder draws it (docs/fuzz.md): 1..8, one time in 16 1..64. A
+        // uniform 1..64 here made the mean batch ~22 tokens in a grown corpus, where the
+        // decoder's layout means ~5: each token costs two router runs and a verdict.
+        const uint8_t t8 = src.u8();
+        const int32_t tokens = (t8 & 15) == 0 ? 1 + src.u8() % kMaxTokens : 1 + t8 % 8;
+        reshape(c, c.experts, tokens, maxExperts);
         break;
+      }
       default: {
         static constexpr int32_t kThreads[] = {0, 1, 2, 3, 4};
         c.threads = kThreads[src.u8() % 5];

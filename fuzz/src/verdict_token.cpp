@@ -67,6 +67,15 @@ Verdict violation(std::string kind, std::string certificate, double margin = 0) 
   return v;
 }
 
+// The binary64 filters' absolute error term for results near underflow (exp's absolute
+// error there is below 2^-1074 per term). Any bound above that is sound; this one is the
+// smallest normal binary64 rather than a subnormal like 2^-1070, because x86 takes a
+// ~100-cycle microcode assist for every operation that makes or reads a subnormal, and
+// these terms are added once per expert and gate (~10% of the verdict's time, perf). The
+// budgets they are compared with are >= 2^-149, far above it; a case that the wider term
+// leaves undecided goes to the MPFR level, as any too-close case does.
+constexpr double kAbsNormal = 0x1p-1022;
+
 // Widen a binary64 result by one ulp each way: sums and differences below are rounded to
 // nearest once, so the true value lies within one ulp.
 double down(double v) {
@@ -79,11 +88,12 @@ double up(double v) {
 // The row's probabilities in binary64 with a rigorous error bound: P_i = exp(x_i - m) has
 // relative error <= (|x_i - m| 2^-53 + 2^-52) (argument rounding, then exp's < 1 ulp),
 // the sum of E terms <= E 2^-53, the division 2^-53; rho_i bounds the total with slack.
-// exp below 2^-1022 loses relative accuracy: absolute 2^-1070 covers it.
+// exp below 2^-1022 loses relative accuracy (its absolute error is < 2^-1074): the
+// absolute term kAbs covers it.
 struct DoubleProbabilities {
   float m = 0;
   std::vector<double> p, rho, shift;
-  static constexpr double kAbs = 0x1p-1070;
+  static constexpr double kAbs = kAbsNormal;
 
   explicit DoubleProbabilities(std::span<const float> x) {
     m = x[0];
@@ -239,7 +249,7 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
     if (inS[j]) continue;
     double L = dp->p[j] - b(j, dp->p[j]);
     double err = dp->err(j) * (1 + (std::isfinite(slope(j)) ? slope(j) : 0)) +
-                 std::fabs(L) * 0x1p-50 + 0x1p-1070;
+                 std::fabs(L) * 0x1p-50 + kAbsNormal;
     if (L + err > maxLhi) maxLhi = L + err;
     if (L - err > maxLlo) {
       maxLlo = L - err;
@@ -379,7 +389,7 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
     if (P[s] > 0) sumErr += P[s] * (sh * 0x1p-53 + 0x1p-52);
     shiftM[s] = static_cast<double>(m) - static_cast<double>(x[S[s]]);
   }
-  sumErr += n * 0x1p-53 * sum + n * 0x1p-1074;
+  sumErr += n * 0x1p-53 * sum + n * kAbsNormal;
   // sum_{j in S} G_j |x_j - m|: the first-order relative error that rounding the exp
   // arguments puts into the gates' common denominator (a weighted mean, so an expert whose
   // gate is ~0 adds ~0 however far below m its logit is).
@@ -396,7 +406,7 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
     const double Gd = P[s] / sum;
     const double localShift = static_cast<double>(mS) - static_cast<double>(x[e]);
     const double ownRel = (std::isfinite(localShift) ? localShift : 0.0) * 0x1p-53 + 0x1p-50;
-    double err = Gd * (ownRel + 2 * sumErr / sum) + 0x1p-1070;
+    double err = Gd * (ownRel + 2 * sumErr / sum) + kAbsNormal;
     double gLo = Gd - err, gHi = Gd + err;
     const double g = gates[s];
     auto budgetAt = [&](double G, double spec32Dev) {

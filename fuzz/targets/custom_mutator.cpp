@@ -7,6 +7,7 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/mutate.hpp"
+#include "target_common.hpp"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t maxSize);
 
@@ -15,8 +16,10 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   using namespace moe::fuzz;
   if (seed % 4 == 0) return LLVMFuzzerMutate(data, size, maxSize);
   SeededSource rng(seed);
-  Case c = decodeCase(std::span<const uint8_t>(data, size));
-  mutateCase(c, rng);
+  // The targets' expert limit, so the mutator sees (and writes) the case the target runs.
+  const int32_t maxExperts = maxExpertsFromEnv();
+  Case c = decodeCase(std::span<const uint8_t>(data, size), maxExperts);
+  mutateCase(c, rng, maxExperts);
   std::vector<uint8_t> bytes = encodeCase(c);
   if (bytes.size() > maxSize) return LLVMFuzzerMutate(data, size, maxSize);
   std::memcpy(data, bytes.data(), bytes.size());

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 
@@ -26,7 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   static LevelCounters levels;
   const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
+  const LevelCounters before = levels;
   CaseResult r = judgeCase(*router, c, VerdictConfig{}, levels);
+  markVerdictSignals(0, verdictSignals(before, levels, r), r.tokens.size());
   if (r.violation) reportAndAbort(mismatchReport(*router, c, r));
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 
@@ -12,7 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto spec = makeSpec32Router();
   static LevelCounters levels;
   const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
+  const LevelCounters before = levels;
   CaseResult r = judgeCase(*spec, c, VerdictConfig{}, levels);
+  markVerdictSignals(0, verdictSignals(before, levels, r), r.tokens.size());
   if (r.violation) reportAndAbort(mismatchReport(*spec, c, r));
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 
@@ -28,9 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
   const auto& all = routers();
   if (all.empty()) return 0;
-  const Router& router = *all[c.variant % all.size()];
+  const size_t index = c.variant % all.size();
+  const Router& router = *all[index];
   static LevelCounters levels;
+  const LevelCounters before = levels;
   CaseResult r = judgeCase(router, c, VerdictConfig{}, levels);
+  markVerdictSignals(index, verdictSignals(before, levels, r), r.tokens.size());
   if (r.violation) reportAndAbort(mismatchReport(router, c, r));
   return 0;
 }

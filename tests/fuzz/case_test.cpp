@@ -126,6 +126,23 @@ TEST(CaseMutate, MutationsKeepCasesValid) {
   }
 }
 
+// Under MOE_FUZZ_MAX_EXPERTS=64 the target decodes E modulo 64: the custom mutator must
+// write cases inside that limit, or its bytes decode to another case in the target.
+TEST(CaseMutate, MutationsRespectTheExpertLimitAndRoundTrip) {
+  SeededSource src(11);
+  Case c = decodeCase(src, 64);
+  int sawEdge = 0;
+  for (int n = 0; n < 3000; ++n) {
+    mutateCase(c, src, 64);
+    expectValid(c);
+    ASSERT_LE(c.experts, 64) << "mutation " << n;
+    sawEdge += c.experts == 64;
+    Case back = decodeCase(encodeCase(c), 64);
+    ASSERT_TRUE(sameBits(c, back)) << "mutation " << n << " does not round-trip at E <= 64";
+  }
+  EXPECT_GT(sawEdge, 0);
+}
+
 TEST(CaseJSON, RejectsMalformedCases) {
   nlohmann::json j = {{"tokens", 1}, {"experts", 2}, {"k", 1}, {"logits", {"0x00000000"}}};
   EXPECT_THROW(caseFromJSON(j), std::invalid_argument);  // too few logits

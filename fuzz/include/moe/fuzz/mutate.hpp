@@ -7,7 +7,9 @@
 
 namespace moe::fuzz {
 
-// Applies 1..4 random mutations drawn from `src`; the result is always a valid case.
-void mutateCase(Case& c, ByteSource& src);
+// Applies 1..4 random mutations drawn from `src`; the result is always a valid case with
+// at most `maxExperts` experts (the targets' MOE_FUZZ_MAX_EXPERTS, so that what the mutator
+// writes decodes to the same case in the target).
+void mutateCase(Case& c, ByteSource& src, int32_t maxExperts = kMaxExperts);
 
 }  // namespace moe::fuzz

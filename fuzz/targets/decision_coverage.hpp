@@ -1,0 +1,52 @@
+// The verdict's decisions as libFuzzer coverage. The judge and the oracle are built without
+// instrumentation (fuzz/targets/CMakeLists.txt): they are the reference, not the code under
+// test, and their per-expert loops made most of the features an exec touched. What should
+// still steer the fuzzer is where the verdict went: which level decided (float, binary64,
+// MPFR), which acceptable reason, how close a near-tie came to its budget. Each
+// (router, signal) pair is one byte of libFuzzer's extra counters, set when an exec reached
+// it, so "avx512-probs needed the MPFR level" is a feature of its own at a fixed cost.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "moe/fuzz/verdict.hpp"
+
+namespace moe::fuzz {
+
+enum class VerdictSignal : uint8_t {
+  kSelectionFloat,
+  kSelectionDouble,
+  kSelectionCertified,
+  kSelectionUndecided,
+  kGateDouble,
+  kGateCertified,
+  kGateUndecided,
+  kExactToken,
+  kNearTieProbabilities,
+  kNearTieOrder,
+  kNonrealRow,
+  kAbstained,
+  kMarginAboveEighth,  // an acceptable near-tie used more than 1/8 of its budget
+  kMarginAboveHalf,
+  kMarginAboveSevenEighths,
+  kCount
+};
+inline constexpr size_t kVerdictSignalCount = static_cast<size_t>(VerdictSignal::kCount);
+inline constexpr size_t kCoveredRouters = 8;  // fuzz_route's built-in routers
+
+// The signals one judged case reached, bit s for VerdictSignal s. `before` and `after` are
+// the level counters around its judgeCase call.
+uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
+                        const CaseResult& result);
+
+// Sets the counter byte of each signal for `router` (modulo kCoveredRouters). With
+// MOE_FUZZ_SIGNALS=1 in the environment it also tallies the signals and the tokens judged,
+// and prints the tally at exit (how often a run reached each level: docs/fuzz.md).
+void markVerdictSignals(size_t router, uint32_t signals, size_t tokensJudged = 0);
+
+// The counter bytes, router-major (kCoveredRouters x kVerdictSignalCount), for tests.
+std::span<const uint8_t> verdictSignalCounters();
+
+}  // namespace moe::fuzz
