@@ -47,9 +47,11 @@ static void route_token(int32_t experts, int32_t k, const float* x, float* p, in
     ids[s] = i;
   }
   /* Renormalise in expert index order, as the spec sums the kept probabilities. */
-  for (int32_t i = 0; i < experts; ++i)
-    for (int32_t s = 0; s < n; ++s)
+  for (int32_t i = 0; i < experts; ++i) {
+    for (int32_t s = 0; s < n; ++s) {
       if (ids[s] == i) kept += p[i];
+    }
+  }
   for (int32_t s = 0; s < k; ++s) {
     if (s < n) {
       gates[s] = p[ids[s]] / kept;
@@ -67,9 +69,10 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
   if (!logits || (k > 0 && (!ids || !gates))) return 1; /* k = 0: no slots to write */
   float* p = malloc(sizeof(float) * (size_t)experts);
   if (!p) return 3;
-  for (int32_t t = 0; t < tokens; ++t)
+  for (int32_t t = 0; t < tokens; ++t) {
     route_token(experts, k, logits + (int64_t)t * experts, p, ids + (int64_t)t * k,
                 gates + (int64_t)t * k);
+  }
   free(p);
   return 0;
 }

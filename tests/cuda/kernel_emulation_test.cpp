@@ -31,18 +31,19 @@ Routed routeEmulated(std::int32_t tokens, std::int32_t experts, std::int32_t k,
   const float* l = logits.data();
   std::int32_t* ids = out.ids.data();
   float* g = out.gates.data();
-  if (experts <= 32)
+  if (experts <= 32) {
     launchEmulated<1>(tokens, experts, k, l, ids, g);
-  else if (experts <= 64)
+  } else if (experts <= 64) {
     launchEmulated<2>(tokens, experts, k, l, ids, g);
-  else if (experts <= 128)
+  } else if (experts <= 128) {
     launchEmulated<4>(tokens, experts, k, l, ids, g);
-  else if (experts <= 256)
+  } else if (experts <= 256) {
     launchEmulated<8>(tokens, experts, k, l, ids, g);
-  else if (experts <= 512)
+  } else if (experts <= 512) {
     launchEmulated<16>(tokens, experts, k, l, ids, g);
-  else
+  } else {
     launchEmulated<32>(tokens, experts, k, l, ids, g);
+  }
   return out;
 }
 

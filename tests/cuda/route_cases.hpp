@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -152,7 +153,7 @@ TEST_P(KernelCases, NonFiniteRowsGiveLowIdsAndNanGates) {
   ASSERT_EQ(got.ids.size(), 18u);
   for (int t = 0; t < 3; ++t) {
     for (int s = 0; s < 6; ++s) {
-      const std::size_t slot = static_cast<std::size_t>(t * 6 + s);
+      const std::size_t slot = static_cast<std::size_t>(t) * 6 + static_cast<std::size_t>(s);
       EXPECT_EQ(got.ids[slot], s < 4 ? s : -1) << "row " << t << " slot " << s;
       if (s < 4) {
         EXPECT_TRUE(std::isnan(got.gates[slot])) << "row " << t << " slot " << s;
@@ -179,7 +180,8 @@ TEST_P(KernelCases, ATokenIsRoutedBitwiseTheSameInAnyBatch) {
     for (std::int32_t s = 0; s < k; ++s) {
       const std::size_t slot = static_cast<std::size_t>(t) * k + s;
       EXPECT_EQ(alone.ids[static_cast<std::size_t>(s)], full.ids[slot]) << "token " << t;
-      EXPECT_EQ(std::memcmp(&alone.gates[static_cast<std::size_t>(s)], &full.gates[slot], 4), 0)
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(alone.gates[static_cast<std::size_t>(s)]),
+                std::bit_cast<std::uint32_t>(full.gates[slot]))
           << "token " << t;
     }
   }
@@ -196,8 +198,10 @@ TEST_P(KernelCases, ManyTokensAtTheBenchmarkShape) {
     const std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(t) * experts,
                                  logits.begin() + static_cast<std::ptrdiff_t>(t + 1) * experts);
     const Routed one{
-        std::vector<std::int32_t>(got.ids.begin() + t * k, got.ids.begin() + (t + 1) * k),
-        std::vector<float>(got.gates.begin() + t * k, got.gates.begin() + (t + 1) * k)};
+        std::vector<std::int32_t>(got.ids.begin() + static_cast<std::ptrdiff_t>(t) * k,
+                                  got.ids.begin() + static_cast<std::ptrdiff_t>(t + 1) * k),
+        std::vector<float>(got.gates.begin() + static_cast<std::ptrdiff_t>(t) * k,
+                           got.gates.begin() + static_cast<std::ptrdiff_t>(t + 1) * k)};
     expectMatchesReference(1, experts, k, row, one);
   }
 }

@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __restrict__ __restrict
+#define __global__               // NOLINT(bugprone-reserved-identifier): the CUDA keyword, emulated
+#define __device__               // NOLINT(bugprone-reserved-identifier): the CUDA keyword, emulated
+#define __forceinline__ inline   // NOLINT(bugprone-reserved-identifier): the CUDA keyword, emulated
+#define __launch_bounds__(n)     // NOLINT(bugprone-reserved-identifier): the CUDA keyword, emulated
+#define __restrict__ __restrict  // NOLINT(bugprone-reserved-identifier): the CUDA keyword, emulated
 
 namespace warp_emulation {
 
@@ -39,6 +39,7 @@ inline thread_local int lane = 0;
 
 inline thread_local warp_emulation::Dim3 threadIdx, blockIdx;
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the CUDA intrinsic, emulated
 inline float __shfl_xor_sync(unsigned, float value, int offset) {
   using namespace warp_emulation;
   current->floats[lane] = value;
@@ -48,6 +49,7 @@ inline float __shfl_xor_sync(unsigned, float value, int offset) {
   return result;
 }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the CUDA intrinsic, emulated
 inline int __shfl_xor_sync(unsigned, int value, int offset) {
   using namespace warp_emulation;
   current->ints[lane] = value;
@@ -57,6 +59,7 @@ inline int __shfl_xor_sync(unsigned, int value, int offset) {
   return result;
 }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the CUDA intrinsic, emulated
 inline bool __any_sync(unsigned, bool predicate) {
   using namespace warp_emulation;
   current->bools[lane] = predicate;
@@ -67,6 +70,7 @@ inline bool __any_sync(unsigned, bool predicate) {
   return any;
 }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the CUDA intrinsic, emulated
 inline float __int_as_float(int bits) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
@@ -81,6 +85,7 @@ inline void launch(unsigned blocks, unsigned threads_per_block,
                    const std::function<void()>& kernel) {
   Warp warp;
   std::vector<std::thread> lanes;
+  lanes.reserve(32);
   for (int l = 0; l < 32; ++l) {
     lanes.emplace_back([&, l] {
       current = &warp;

@@ -34,12 +34,15 @@ class RouterInvariance : public ::testing::TestWithParam<std::string> {
     std::vector<float> x(size_t(tokens) * experts);
     for (auto& v : x) v = logit(rng);
     for (int32_t t = 0; t < tokens; t += 17) x[size_t(t) * experts] = x[size_t(t) * experts + 1];
-    for (int32_t t = 5; t < tokens; t += 29)
+    for (int32_t t = 5; t < tokens; t += 29) {
       x[size_t(t) * experts + 3] = -std::numeric_limits<float>::infinity();
-    for (int32_t t = 11; t < tokens; t += 97)
+    }
+    for (int32_t t = 11; t < tokens; t += 97) {
       x[size_t(t) * experts + 2] = std::numeric_limits<float>::quiet_NaN();
-    for (int32_t t = 13; t < tokens; t += 101)
+    }
+    for (int32_t t = 13; t < tokens; t += 101) {
       x[size_t(t) * experts + 1] = std::numeric_limits<float>::infinity();
+    }
     return x;
   }
   const BuiltinRouter* router_ = nullptr;

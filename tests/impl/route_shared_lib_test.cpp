@@ -52,8 +52,9 @@ TEST_P(SharedLib, PublishesTheInTreeContract) {
 }
 
 TEST_P(SharedLib, RoutesWhenCalledFromC) {
-  if (!findRouter(GetParam())->available())
+  if (!findRouter(GetParam())->available()) {
     GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
+  }
   EXPECT_EQ(moe_test_route_from_c(route_), 0);
 }
 

@@ -46,12 +46,13 @@ std::uint64_t parseHex(const std::string& text, std::size_t digits) {
   for (std::size_t i = 2; i < text.size(); ++i) {
     const char c = text[i];
     int d;
-    if (c >= '0' && c <= '9')
+    if (c >= '0' && c <= '9') {
       d = c - '0';
-    else if (c >= 'a' && c <= 'f')
+    } else if (c >= 'a' && c <= 'f') {
       d = c - 'a' + 10;
-    else
+    } else {
       throw std::invalid_argument("not a lowercase hex digit in \"" + text + "\"");
+    }
     v = (v << 4) | static_cast<std::uint64_t>(d);
   }
   return v;

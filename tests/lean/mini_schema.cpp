@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace moe::lean {
 
@@ -49,7 +50,10 @@ void MiniSchema::check(const json& schema, const json& value, const std::string&
                        std::vector<std::string>& errors) const {
   for (const auto& [key, _] : schema.items()) {
     if (!kAnnotations.count(key) && !kKeywords.count(key)) {
-      errors.push_back(where + ": schema keyword '" + key + "' is not supported by the checker");
+      std::string message = where + ": schema keyword '";
+      message += key;
+      message += "' is not supported by the checker";
+      errors.push_back(std::move(message));
     }
   }
   if (schema.contains("$ref")) check(resolve(schema["$ref"]), value, where, errors);
@@ -64,8 +68,9 @@ void MiniSchema::check(const json& schema, const json& value, const std::string&
   if (schema.contains("enum")) {
     bool found = false;
     for (const auto& option : schema["enum"]) found = found || option == value;
-    if (!found)
+    if (!found) {
       errors.push_back(where + ": " + value.dump() + " is not one of " + schema["enum"].dump());
+    }
   }
   if (schema.contains("pattern") && value.is_string() &&
       !std::regex_match(value.get<std::string>(), cachedRegex(schema["pattern"]))) {
@@ -84,7 +89,7 @@ void MiniSchema::check(const json& schema, const json& value, const std::string&
       }
     }
     for (const auto& [name, item] : value.items()) {
-      const std::string at = where + "/" + name;
+      const std::string at = std::string(where).append("/").append(name);
       if (props.contains(name)) {
         check(props[name], item, at, errors);
       } else if (schema.contains("additionalProperties")) {
@@ -109,8 +114,9 @@ void MiniSchema::check(const json& schema, const json& value, const std::string&
       check(option, value, where, sub);
       any = any || sub.empty();
     }
-    if (!any)
+    if (!any) {
       errors.push_back(where + ": matches none of anyOf (" + value.dump().substr(0, 60) + ")");
+    }
   }
   for (const auto& part : schema.value("allOf", json::array())) check(part, value, where, errors);
   if (schema.contains("if")) {

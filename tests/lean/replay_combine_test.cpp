@@ -66,14 +66,15 @@ TEST(LeanReplayCombine, CombineSpecMatchesLeanInEveryContext) {
   std::size_t seen = 0;
   for (const json& t : testsOfType(vectors(), "CombineTest")) {
     const std::string context = t.at("context");
-    if (context == "binary32")
+    if (context == "binary32") {
       replayCombine<float>(t);
-    else if (context == "binary64")
+    } else if (context == "binary64") {
       replayCombine<double>(t);
-    else if (context == "rational")
+    } else if (context == "rational") {
       replayCombine<mpq_class>(t);
-    else
+    } else {
       ADD_FAILURE() << describe(t) << ": unknown context " << context;
+    }
     ++seen;
   }
   EXPECT_GE(seen, 100u);
@@ -158,12 +159,13 @@ void replayForward(const json& t, std::size_t& hostExpRuns) {
 TEST(LeanReplayForward, DenseAndSparseBitExactWithLeanExps) {
   std::size_t seen = 0, hostExpRuns = 0;
   for (const json& t : testsOfType(vectors(), "ForwardTest")) {
-    if (t.at("context") == "binary32")
+    if (t.at("context") == "binary32") {
       replayForward<float>(t, hostExpRuns);
-    else if (t.at("context") == "binary64")
+    } else if (t.at("context") == "binary64") {
       replayForward<double>(t, hostExpRuns);
-    else
+    } else {
       ADD_FAILURE() << describe(t) << ": unknown context " << t.at("context");
+    }
     ++seen;
   }
   EXPECT_GE(seen, 100u);

@@ -34,8 +34,9 @@ TEST(LeanReplayPermute, GatesOfRelabelledExpertsMatchLean) {
     EXPECT_EQ(permutedGates, vecFromJson<mpq_class>(t.at("permutedGates"))) << describe(t);
 
     bool relabels = true;
-    for (std::size_t i = 0; i < p.size(); ++i)
+    for (std::size_t i = 0; i < p.size(); ++i) {
       relabels = relabels && permutedGates[i] == gates[perm[i]];
+    }
     EXPECT_EQ(relabels, t.at("relabels").get<bool>()) << describe(t);
     const bool noTie = oracle::noTieAtKeptBoundary(k, std::span<const mpq_class>(p));
     EXPECT_EQ(noTie, !hasFlag(t, "TieAtKeptBoundary")) << describe(t);

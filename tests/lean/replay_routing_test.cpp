@@ -199,14 +199,15 @@ TEST(LeanReplayRouting, RankTestInEveryContext) {
     const std::string context = t.at("context");
     contexts.insert(context);
     invalid += t.at("result") == "invalid" ? 1 : 0;
-    if (context == "binary32")
+    if (context == "binary32") {
       replayRankTest<float>(t);
-    else if (context == "binary64")
+    } else if (context == "binary64") {
       replayRankTest<double>(t);
-    else if (context == "rational")
+    } else if (context == "rational") {
       replayRankTest<mpq_class>(t);
-    else
+    } else {
       ADD_FAILURE() << describe(t) << ": unknown context " << context;
+    }
   }
   EXPECT_EQ(contexts, (std::set<std::string>{"binary32", "binary64", "rational"}));
   EXPECT_GE(invalid, 1u);

@@ -68,6 +68,7 @@ void replaySoftmax(const json& t, std::size_t& enclosures) {
   expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
   // Each exp argument is x_i - m with Lean's m: the oracle's max fold is Lean's maxOfLe.
   std::vector<A> expectedArguments;
+  expectedArguments.reserve(logits.size());
   for (const A& x : logits) expectedArguments.push_back(x - leanMax);
   expectBits(t, "exp argument", arguments, expectedArguments);
   // The denominator is the left fold from +0 of Lean's exps.
@@ -117,12 +118,13 @@ void replayGates(const json& t) {
 TEST(LeanReplaySoftmax, EveryIntermediateBitExactWithLeanExps) {
   std::size_t enclosures = 0, seen32 = 0, seen64 = 0;
   for (const json& t : testsOfType(vectors(), "SoftmaxTest")) {
-    if (t.at("context") == "binary32")
+    if (t.at("context") == "binary32") {
       replaySoftmax<float>(t, enclosures), ++seen32;
-    else if (t.at("context") == "binary64")
+    } else if (t.at("context") == "binary64") {
       replaySoftmax<double>(t, enclosures), ++seen64;
-    else
+    } else {
       ADD_FAILURE() << describe(t) << ": softmax needs exp, not context " << t.at("context");
+    }
   }
   EXPECT_GE(seen32, 100u);
   EXPECT_GE(seen64, 100u);
@@ -132,12 +134,13 @@ TEST(LeanReplaySoftmax, EveryIntermediateBitExactWithLeanExps) {
 TEST(LeanReplayGates, GatesAndKeptOnProbsBitExactWithLeanExps) {
   std::size_t seen = 0;
   for (const json& t : testsOfType(vectors(), "GatesTest")) {
-    if (t.at("context") == "binary32")
+    if (t.at("context") == "binary32") {
       replayGates<float>(t);
-    else if (t.at("context") == "binary64")
+    } else if (t.at("context") == "binary64") {
       replayGates<double>(t);
-    else
+    } else {
       ADD_FAILURE() << describe(t) << ": unknown context " << t.at("context");
+    }
     ++seen;
   }
   EXPECT_GE(seen, 200u);

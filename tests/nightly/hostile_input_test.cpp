@@ -123,8 +123,9 @@ TEST_F(HostileInput, HugeNumbers) {
       {"logit-too-wide", R"({"tcId": 1, "result": "valid", "k": 1,
         "logits": ["0xffffffffffffffffffff"]})"},
   };
-  for (const auto& [name, test] : cases)
+  for (const auto& [name, test] : cases) {
     expectFileRejected(write(name + ".json", withRoutingTest(test)), "huge number: " + name);
+  }
 }
 
 TEST_F(HostileInput, DeepNesting) {
@@ -154,8 +155,9 @@ TEST_F(HostileInput, WrongTypes) {
       {"logits-null", withRoutingTest(R"({"tcId": 1, "result": "valid", "k": 1,
         "logits": null})")},
   };
-  for (const auto& [name, text] : files)
+  for (const auto& [name, text] : files) {
     expectFileRejected(write(name + ".json", text), "wrong type: " + name);
+  }
 }
 
 TEST_F(HostileInput, SizesThatClaimGigabytes) {

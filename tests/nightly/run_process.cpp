@@ -32,6 +32,7 @@ namespace {
   rlimit core{0, 0};  // a crash must not leave a core file in the build tree
   setrlimit(RLIMIT_CORE, &core);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   execv(args[0], args.data());

@@ -34,8 +34,9 @@ TEST(SoftmaxEnclosure, ContainsThe512BitValueOnRandomRows) {
     if (std::all_of(l.begin(), l.end(), [](float x) { return std::isinf(x); })) l.back() = 1.0f;
     const auto p = softmaxEnclosure(l);
     const auto ref = oracle::testing::softmax512(l);
-    for (std::size_t i = 0; i < l.size(); ++i)
+    for (std::size_t i = 0; i < l.size(); ++i) {
       expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+    }
     if (HasFailure()) return;
   }
 }
@@ -45,8 +46,9 @@ TEST(SoftmaxEnclosure, LargeRowOf4096) {
   const auto l = oracle::testing::drawFloats(rng, 4096, Scenario::kNormal);
   const auto p = softmaxEnclosure(l);
   const auto ref = oracle::testing::softmax512(l);
-  for (std::size_t i = 0; i < l.size(); i += 97)
+  for (std::size_t i = 0; i < l.size(); i += 97) {
     expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+  }
 }
 
 TEST(KeptGatesEnclosure, ContainsThe512BitValueForAnyKeptSet) {
@@ -59,10 +61,12 @@ TEST(KeptGatesEnclosure, ContainsThe512BitValueForAnyKeptSet) {
     set.resize(1 + rng() % l.size());
     const auto g = keptGatesEnclosure(l, set);
     std::vector<float> sub;
+    sub.reserve(set.size());
     for (std::size_t j : set) sub.push_back(l[j]);
     const auto ref = oracle::testing::softmax512(sub);  // the gates of S: softmax over S
-    for (std::size_t t = 0; t < set.size(); ++t)
+    for (std::size_t t = 0; t < set.size(); ++t) {
       expectCertifies(g[t], ref[t], "t=" + std::to_string(t));
+    }
     if (HasFailure()) return;
   }
 }
@@ -160,8 +164,9 @@ TEST(ZivLoop, RefinesFromALowStartPrecisionAndCountsLevels) {
   const std::vector<float> l{0.1f, 0.2f, -0.3f};
   const auto p = softmaxEnclosure(l, low);
   const auto ref = oracle::testing::softmax512(l);
-  for (std::size_t i = 0; i < l.size(); ++i)
+  for (std::size_t i = 0; i < l.size(); ++i) {
     expectCertifies(p[i], ref[i], "i=" + std::to_string(i));
+  }
   const ZivStats stats = zivStats();
   EXPECT_EQ(stats.total(), 1u);
   EXPECT_EQ(stats.decidedAtLevel[0], 0u);

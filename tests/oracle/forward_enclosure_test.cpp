@@ -53,8 +53,9 @@ std::vector<BigFloat> referenceGates(std::size_t k, const std::vector<mpq_class>
     mpfr_exp(ex.back().get(), ex.back().get(), MPFR_RNDN);
     mpfr_add(sum.get(), sum.get(), ex.back().get(), MPFR_RNDN);
   }
-  for (std::size_t t = 0; t < kept.size(); ++t)
+  for (std::size_t t = 0; t < kept.size(); ++t) {
     mpfr_div(g[kept[t]].get(), ex[t].get(), sum.get(), MPFR_RNDN);
+  }
   return g;
 }
 
@@ -68,8 +69,9 @@ Instance drawInstance(std::mt19937_64& rng, std::size_t E, std::size_t dIn) {
   Instance in;
   in.x = drawVector(rng, dIn);
   in.router = {dIn, E, drawVector(rng, dIn * E)};
-  for (std::size_t e = 0; e < E; ++e)
+  for (std::size_t e = 0; e < E; ++e) {
     in.logits.push_back(dotQ(dIn, in.x.data(), 1, in.router.W.data() + e, E));
+  }
   return in;
 }
 

@@ -71,6 +71,7 @@ inline std::vector<certified::BigFloat> softmax512(std::span<const float> logits
 inline std::vector<certified::BigFloat> gates512(std::size_t k, std::span<const float> logits) {
   std::vector<certified::BigFloat> p = softmax512(logits);
   std::vector<Real512> scores;
+  scores.reserve(p.size());
   for (const auto& v : p) scores.push_back({&v});
   const std::vector<bool> mask = keptMask(k, std::span<const Real512>(scores));
   certified::BigFloat sum(kReferenceBits);

@@ -11,7 +11,7 @@ namespace moe::oracle::testing {
 
 template <class A>
 std::vector<A> drawScores(std::mt19937_64& rng, std::size_t E, Scenario sc) {
-  const std::vector<float> f = drawFloats(rng, E, sc);
+  std::vector<float> f = drawFloats(rng, E, sc);
   if constexpr (std::is_same_v<A, float>) {
     return f;
   } else if constexpr (std::is_same_v<A, double>) {

@@ -119,6 +119,7 @@ inline std::vector<float> drawFloats(std::mt19937_64& rng, std::size_t E, Scenar
 // Finite floats as exact rationals (every finite binary32 number is a rational).
 inline std::vector<mpq_class> toRationals(const std::vector<float>& v) {
   std::vector<mpq_class> q;
+  q.reserve(v.size());
   for (float x : v) q.emplace_back(std::isfinite(x) ? static_cast<double>(x) : 0.0);
   return q;
 }

@@ -59,8 +59,9 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     }
   }
 #pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
     m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+  }
   nonfinite = __any_sync(kFullMask, nonfinite) || m == -INFINITY;
   if (nonfinite) {
     for (std::int64_t s = lane; s < k; s += kWarp) {  // 64-bit: k may be near 2^31
@@ -79,8 +80,9 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     }
   }
 #pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
     sum += __shfl_xor_sync(kFullMask, sum, offset);
+  }
 #pragma unroll
   for (int j = 0; j < V; ++j) v[j] = v[j] / sum;
 

@@ -206,9 +206,10 @@ RowMatrix Layer::forward_dense(const RowMatrix& x, const Routing& routing) const
   std::vector<float> gates(static_cast<std::size_t>(tokens * experts), 0.0f);
   for (std::int64_t slot = 0; slot < tokens * k_; ++slot) {
     const std::int32_t id = routing.ids[static_cast<std::size_t>(slot)];
-    if (id >= 0)
+    if (id >= 0) {
       gates[static_cast<std::size_t>((slot / k_) * experts + id)] =
           routing.gates[static_cast<std::size_t>(slot)];
+    }
   }
   RowMatrix out = RowMatrix::Zero(tokens, d);
   RowMatrix expert_out(tokens, d);
@@ -250,8 +251,9 @@ RowMatrix Layer::forward_sparse(const RowMatrix& x, const Routing& routing,
       ++start[static_cast<std::size_t>(routing.ids[static_cast<std::size_t>(slot)]) + 1];
     }
   }
-  for (std::int64_t e = 0; e < experts; ++e)
+  for (std::int64_t e = 0; e < experts; ++e) {
     start[static_cast<std::size_t>(e + 1)] += start[static_cast<std::size_t>(e)];
+  }
   std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
   std::vector<std::int64_t> group_token(static_cast<std::size_t>(start.back()));
   std::vector<float> group_gate(group_token.size());

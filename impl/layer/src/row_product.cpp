@@ -65,14 +65,18 @@ void rowMajorProduct(const float* x, std::int64_t rows, std::int64_t n_in, const
   // served from L1 to every row block, so W traffic does not grow with the row count. This
   // matters for the sparse forward, whose expert groups are small.
   for (std::int64_t j = 0; j < full_panels_end; j += kLanes) {
-    for (std::int64_t r = 0; r < full_blocks_end; r += kRows)
+    for (std::int64_t r = 0; r < full_blocks_end; r += kRows) {
       panelOfFourRows(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
-    for (std::int64_t r = full_blocks_end; r < rows; ++r)
+    }
+    for (std::int64_t r = full_blocks_end; r < rows; ++r) {
       panelOfOneRow(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
+    }
   }
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = full_panels_end; j < n_out; ++j)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = full_panels_end; j < n_out; ++j) {
       singleColumn(x + r * n_in, n_in, w, n_out, j, y + r * n_out);
+    }
+  }
 }
 
 }  // namespace moe

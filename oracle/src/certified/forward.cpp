@@ -207,6 +207,7 @@ std::vector<Certified> forwardOver(std::size_t k, std::span<const float> x,
         std::vector<Interval> kept;
         for (std::size_t t = 0; t < diffs.size(); ++t) kept.push_back(makeInterval(precision));
         std::vector<Interval*> keptRanges;
+        keptRanges.reserve(kept.size());
         for (auto& g : kept) keptRanges.push_back(&g);
         if (!diffs.empty()) {
           detail::encloseNormalisedExps(diffs.size(), diffs.data(), nullptr, precision,
@@ -224,8 +225,9 @@ std::vector<Certified> forwardOver(std::size_t k, std::span<const float> x,
         Interval scratch = makeInterval(precision);
         for (std::size_t e : experts) {
           expertAt(e, precision, out);
-          for (std::size_t c = 0; c < dOut; ++c)
+          for (std::size_t c = 0; c < dOut; ++c) {
             addGateTimes(y[c].range, gates[e], out[c], scratch);
+          }
         }
       },
       what);

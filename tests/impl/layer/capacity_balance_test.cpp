@@ -25,7 +25,7 @@ TEST(SwitchCapacity, MatchesCeilNOverEForFactorOneAndScalesWithFactorAndK) {
   EXPECT_EQ(switchCapacity(5, 0), 0);
   EXPECT_EQ(switchCapacity(0, 9), 0);  // Lean's n / 0 = 0
   EXPECT_EQ(switchCapacity(4, 8, /*k=*/2), 4);
-  EXPECT_EQ(switchCapacity(4, 8, 2, /*factor=*/1.25), 5);
+  EXPECT_EQ(switchCapacity(4, 8, 2, /*capacity_factor=*/1.25), 5);
   EXPECT_EQ(switchCapacity(4, 9, 1, 0.5), 2);  // ceil(1.125)
   EXPECT_EQ(switchCapacity(4, 9, 1, 0.0), 0);
   EXPECT_THROW(switchCapacity(-1, 2), std::invalid_argument);
@@ -140,6 +140,7 @@ TEST(LayerCapacity, ZeroCapacityDropsEverythingAndAFixedCapacityOverridesTheFact
   const CapacityForward all = layer.forward_capacity(x, CapacityOptions::withCapacity(5, 5));
   EXPECT_EQ(all.keep, Mask(20, 1));
   const RowMatrix sparse = layer.forward_sparse(x);
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bit-identical output is the claim
   EXPECT_EQ(std::memcmp(all.output.data(), sparse.data(), sizeof(float) * 60), 0);
   EXPECT_THROW(layer.forward_capacity(x, CapacityOptions::withFactor(0)), std::invalid_argument);
   EXPECT_THROW(layer.forward_capacity(x, CapacityOptions::withCapacity(2, -1)),
@@ -152,11 +153,13 @@ TEST(LayerCapacity, DroppedSlotsContributeNothingAndKeptGatesAreNotRenormalised)
   const CapacityForward forward = layer.forward_capacity(x, CapacityOptions::withCapacity(6, 1));
   // Replay: zero the gates of dropped slots and compare with the double reference.
   Routing kept_only = forward.routing;
-  for (std::size_t s = 0; s < kept_only.gates.size(); ++s)
+  for (std::size_t s = 0; s < kept_only.gates.size(); ++s) {
     if (!forward.keep[s]) kept_only.gates[s] = 0.0f;
+  }
   const std::vector<double> reference = test::referenceForward(layer, x, kept_only);
-  for (std::int64_t i = 0; i < forward.output.size(); ++i)
+  for (std::int64_t i = 0; i < forward.output.size(); ++i) {
     ASSERT_NEAR(forward.output.data()[i], reference[static_cast<std::size_t>(i)], 1e-5);
+  }
   // Each unit's keep mask is capacityKeeps on the unit's own ids.
   for (std::int64_t u = 0; u < 2; ++u) {
     const std::span<const std::int32_t> ids(forward.routing.ids.data() + u * 12, 12);

@@ -102,8 +102,9 @@ TEST(LayerRouting, EveryBuiltInRouterGivesAgreeingDenseAndSparse) {
     const Routing routing = layer.route(x);
     const RowMatrix dense = layer.forward_dense(x, routing);
     const RowMatrix sparse = layer.forward_sparse(x, routing);
-    for (std::int64_t i = 0; i < dense.size(); ++i)
+    for (std::int64_t i = 0; i < dense.size(); ++i) {
       ASSERT_EQ(dense.data()[i], sparse.data()[i]) << router.name << " element " << i;
+    }
   }
 }
 

@@ -44,11 +44,14 @@ inline std::vector<double> referenceForward(const Layer& layer, const RowMatrix&
 inline std::vector<double> referenceLogits(const Layer& layer, const RowMatrix& x) {
   const std::int64_t d = layer.modelDim(), experts = layer.expertCount();
   std::vector<double> logits(static_cast<std::size_t>(x.rows() * experts), 0.0);
-  for (std::int64_t t = 0; t < x.rows(); ++t)
-    for (std::int64_t e = 0; e < experts; ++e)
-      for (std::int64_t i = 0; i < d; ++i)
+  for (std::int64_t t = 0; t < x.rows(); ++t) {
+    for (std::int64_t e = 0; e < experts; ++e) {
+      for (std::int64_t i = 0; i < d; ++i) {
         logits[static_cast<std::size_t>(t * experts + e)] +=
             static_cast<double>(x(t, i)) * layer.routerWeights()(i, e);
+      }
+    }
+  }
   return logits;
 }
 

@@ -213,8 +213,9 @@ StrictWeakReport StrictWeak(std::span<const A> s) {
     for (std::size_t lo = 0; lo < n; lo += 2 * width) {
       const std::size_t mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
       std::size_t x = lo, y = mid, out = lo;
-      while (x < mid && y < hi)
+      while (x < mid && y < hi) {
         tmp[out++] = C::gtBool(s[order[y]], s[order[x]]) ? order[y++] : order[x++];
+      }
       while (x < mid) tmp[out++] = order[x++];
       while (y < hi) tmp[out++] = order[y++];
     }
