@@ -414,7 +414,10 @@ HWY_INLINE uint32_t Row16ProbsGroup(const float* x, int32_t rows, int32_t expert
     }
     const Kept kept = KeptInRankOrder(cand[g], p[g], keys[g]);
     const __m256 keptP = _mm256_maskz_mov_ps(first, _mm512_castps512_ps256(kept.val));
-    const __m256 keptSum = _mm256_set1_ps(_mm512_reduce_add_ps(_mm512_castps256_ps512(keptP)));
+    // The sum of the kept lanes only (a widening cast would leave the upper half undefined:
+    // clang's code put stale lanes there and the sum came out NaN, found by fuzz_route).
+    const __m256 keptSum =
+        _mm256_set1_ps(_mm512_reduce_add_ps(_mm512_maskz_mov_ps(__mmask16{first}, kept.val)));
     StoreKept(k, kk, _mm512_castsi512_si256(kept.id), _mm256_maskz_div_ps(first, keptP, keptSum),
               ids + int64_t{g} * k, gates + int64_t{g} * k);
   }

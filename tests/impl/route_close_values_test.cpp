@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -103,6 +104,28 @@ TEST_P(RouterCloseValues, ManyEqualValuesAboveTheThreshold) {
     const RowReference ref = referenceRow(row.data(), experts, 8, probsMode());
     const Routed out = routeOrDie(*router_, 1, experts, 8, row);
     for (int32_t s = 0; s < 8; ++s) EXPECT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+  }
+}
+
+// fuzz_route's finding of 2026-11-30 (auto-probs, E = 46, k = 1): one value far above a row
+// of subnormals and -min_subnormal. The AVX-512 probabilities kernel summed its kept
+// probabilities through a widening cast whose upper half is undefined; clang's code left
+// stale lanes there and the gate came out NaN (g++'s happened to be zeros, so this test
+// pins the case down rather than reproducing the clang failure).
+TEST_P(RouterCloseValues, OneValueAboveSubnormalsGetsTheWholeGate) {
+  std::vector<float> row(46, std::bit_cast<float>(0x00010080u));
+  for (int i = 0; i < 15; ++i) row[static_cast<size_t>(i)] = std::bit_cast<float>(0x80000001u);
+  row[15] = std::bit_cast<float>(0x3d100000u);
+  row[21] = std::bit_cast<float>(0x00010000u);
+  for (const int32_t k : {1, 2, 8}) {
+    const Routed out = routeOrDie(*router_, 1, 46, k, row);
+    EXPECT_EQ(out.ids[0], 15) << "k=" << k;
+    float sum = 0.0f;
+    for (int32_t s = 0; s < k; ++s) {
+      EXPECT_TRUE(std::isfinite(out.gates[static_cast<size_t>(s)])) << "k=" << k << " s=" << s;
+      sum += out.gates[static_cast<size_t>(s)];
+    }
+    EXPECT_NEAR(sum, 1.0f, 1e-6f) << "k=" << k;
   }
 }
 
