@@ -14,6 +14,10 @@ constexpr size_t kCounterBytes = (kCoveredRouters * kVerdictSignalCount + 7) / 8
 __attribute__((section("__libfuzzer_extra_counters"), used, aligned(64)))
 uint8_t signalCounters[kCounterBytes];
 
+constexpr size_t kShapeBytes = (kShapeExpertBuckets * kShapeKClasses + 7) / 8 * 8;
+__attribute__((section("__libfuzzer_extra_counters"), used, aligned(64)))
+uint8_t shapeCounters[kShapeBytes];
+
 constexpr std::array<const char*, kVerdictSignalCount> kSignalNames = {"selection_float",
                                                                        "selection_double",
                                                                        "selection_certified",
@@ -102,6 +106,21 @@ void markVerdictSignals(size_t router, uint32_t signals, size_t tokensJudged) {
 
 std::span<const uint8_t> verdictSignalCounters() {
   return {signalCounters, kCoveredRouters * kVerdictSignalCount};
+}
+
+size_t caseShapeIndex(int32_t experts, int32_t k) {
+  const size_t e =
+      experts <= 64 ? static_cast<size_t>(experts - 1) : 64 + static_cast<size_t>(experts % 16);
+  const size_t kClass = k == 0 ? 0 : k < experts ? 1 : k == experts ? 2 : 3;
+  return e * kShapeKClasses + kClass;
+}
+
+void markCaseShape(int32_t experts, int32_t k) {
+  shapeCounters[caseShapeIndex(experts, k)] = 1;
+}
+
+std::span<const uint8_t> caseShapeCounters() {
+  return {shapeCounters, kShapeExpertBuckets * kShapeKClasses};
 }
 
 }  // namespace moe::fuzz

@@ -49,4 +49,15 @@ void markVerdictSignals(size_t router, uint32_t signals, size_t tokensJudged = 0
 // The counter bytes, router-major (kCoveredRouters x kVerdictSignalCount), for tests.
 std::span<const uint8_t> verdictSignalCounters();
 
+// The case's shape as coverage, for the targets whose code under test has no edges of its
+// own to tell shapes apart: fuzz_external (a user's library is usually not instrumented)
+// and fuzz_gates (its property is the judge's, which is not instrumented). One byte per
+// (E, k against E): E exactly up to 64, above that E mod 16 (SIMD tails); k = 0, k < E,
+// k = E, k > E. So the corpus keeps a case per shape, as the judge's loop counts made it.
+inline constexpr size_t kShapeExpertBuckets = 64 + 16;
+inline constexpr size_t kShapeKClasses = 4;
+size_t caseShapeIndex(int32_t experts, int32_t k);
+void markCaseShape(int32_t experts, int32_t k);
+std::span<const uint8_t> caseShapeCounters();
+
 }  // namespace moe::fuzz

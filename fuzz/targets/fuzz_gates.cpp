@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const LevelCounters before = levels;
   CaseResult r = judgeCase(*spec, c, VerdictConfig{}, levels);
   markVerdictSignals(0, verdictSignals(before, levels, r), r.tokens.size());
+  markCaseShape(c.experts, c.k);
   if (r.violation) reportAndAbort(mismatchReport(*spec, c, r));
   return 0;
 }
