@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -30,8 +31,9 @@ namespace {
 using namespace moe::fuzz;
 
 std::string safeFileStem(std::string s) {
-  for (char& ch : s)
+  for (char& ch : s) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
+  }
   return s;
 }
 
@@ -65,14 +67,17 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int runMain(int argc, char** argv) {
   CLI::App app{"moe-crash-reproducer: a libFuzzer routing input -> golden-vector reproducers"};
   std::string outDir, input, signature;
   std::vector<std::string> impls;
   // The targets cap E by MOE_FUZZ_MAX_EXPERTS (throughput runs); decoding must match.
   int32_t maxExperts = kMaxExperts;
-  if (const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS"); v && std::atoi(v) > 0)
+  if (const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS"); v && std::atoi(v) > 0) {
     maxExperts = std::atoi(v);
+  }
   app.add_option("--out", outDir, "folder for the reproducers")->required();
   app.add_option("--max-experts", maxExperts,
                  "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")
@@ -87,19 +92,37 @@ int main(int argc, char** argv) {
   }
   try {
     Case c = decodeCase(readBytes(input), maxExperts);
-    if (impls.empty())
-      for (const auto& name : builtinRouterNames())
+    if (impls.empty()) {
+      for (const auto& name : builtinRouterNames()) {
         if (builtinRouterAvailable(name)) impls.push_back(name);
+      }
+    }
     int written = 0;
     for (const auto& impl : impls) {
       auto router = openRouter(impl);
       if (reproduceOn(*router, c, input, outDir, signature)) ++written;
     }
-    if (written == 0)
+    if (written == 0) {
       std::fprintf(stderr, "moe-crash-reproducer: no router violates on %s\n", input.c_str());
+    }
     return written > 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moe-crash-reproducer: %s\n", e.what());
     return 2;
   }
+}
+
+}  // namespace
+
+// Anything that escapes (an allocation failure while the command line is set up, say) is
+// a clear message and exit 2, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moe-crash-reproducer: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "moe-crash-reproducer: unexpected error\n");
+  }
+  return 2;
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -57,9 +58,10 @@ int runFuzz(const std::string& impl, double seconds, uint64_t seed, bool seedGiv
   CampaignSummary s = runCampaign(*router, options);
   if (!s.violations.empty()) std::fputs(s.violations[0].report.c_str(), stderr);
   std::fputs(summaryText(s).c_str(), stderr);
-  if (s.cases > 0 && s.abstained == s.cases)
+  if (s.cases > 0 && s.abstained == s.cases) {
     std::fprintf(stderr, "moe-oracle fuzz: warning: %s abstained on every case\n",
                  router->name().c_str());
+  }
   if (json) {
     std::cout << summaryJSON(s).dump() << "\n";
   } else if (!s.violations.empty()) {
@@ -112,7 +114,7 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
       report.push_back({{"file", path}, {"error", e.what()}});
     }
   }
-  if (json)
+  if (json) {
     std::cout << nlohmann::json{{"passed", totalPassed},
                                 {"failed", totalFailed},
                                 {"skipped", totalSkipped},
@@ -120,6 +122,7 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
                                 {"files", report}}
                      .dump()
               << "\n";
+  }
   if (unreadable > 0) return 2;
   return totalFailed > 0 ? 1 : 0;
 }
@@ -145,7 +148,9 @@ int runExplain(const std::string& path, const std::string& impl, const VerdictCo
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int runMain(int argc, char** argv) {
   CLI::App app{
       "moe-oracle: a differential fuzzer for Mixture-of-Experts top-k routing, judged "
       "against a verified reference (exit 0: no violation, 1: violation, 2: usage)"};
@@ -204,5 +209,20 @@ int main(int argc, char** argv) {
   if (*fuzz) return runFuzz(impl, seconds, seed, seedOpt->count() > 0, out, json, config);
   if (*replay) return runReplay(files, replayImpl, replayJson, config);
   if (*explain) return runExplain(explainFile, explainImpl, config);
+  return 2;
+}
+
+}  // namespace
+
+// Anything that escapes (an allocation failure while the command line is set up, say) is
+// a clear message and exit 2, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moe-oracle: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "moe-oracle: unexpected error\n");
+  }
   return 2;
 }

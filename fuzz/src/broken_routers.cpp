@@ -52,8 +52,9 @@ void routeToken(Bug bug, int32_t E, int32_t k, const float* x, float batchMax, i
     std::vector<float> score(x, x + seen);
     for (int32_t s = 0; s < n && seen > 0; ++s) {
       int32_t best = 0;
-      for (int32_t i = 1; i < seen; ++i)
+      for (int32_t i = 1; i < seen; ++i) {
         if (score[i] > score[best]) best = i;
+      }
       chosen.push_back(best);
       score[best] = 0.0f;
     }
@@ -99,29 +100,34 @@ const BugInfo* brokenRouterBugs(int* count) {
 }
 
 const BugInfo* findBug(std::string_view name) {
-  for (const auto& b : kBugs)
+  for (const auto& b : kBugs) {
     if (b.name == name) return &b;
+  }
   return nullptr;
 }
 
 int routeWithBug(Bug bug, int32_t tokens, int32_t experts, int32_t k, const float* logits,
                  int32_t* ids, float* gates) {
   if (tokens < 0 || experts < 1 || k < 0 ||
-      (tokens > 0 && (!logits || (k > 0 && (!ids || !gates)))))
+      (tokens > 0 && (!logits || (k > 0 && (!ids || !gates))))) {
     return 1;
+  }
   float batchMax = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < int64_t{tokens} * experts; ++i)
+  for (int64_t i = 0; i < int64_t{tokens} * experts; ++i) {
     batchMax = batchMax <= logits[i] ? logits[i] : batchMax;
-  for (int32_t t = 0; t < tokens; ++t)
+  }
+  for (int32_t t = 0; t < tokens; ++t) {
     routeToken(bug, experts, k, logits + int64_t{t} * experts, batchMax, ids + int64_t{t} * k,
                gates + int64_t{t} * k);
+  }
   return 0;
 }
 
 std::string_view brokenContractJSON(Bug bug) {
-  if (bug == Bug::kMaskZero || bug == Bug::kNegZeroAbove)
+  if (bug == Bug::kMaskZero || bug == Bug::kNegZeroAbove) {
     return R"({"abi":"moe_route_v1","selects_on":"logits","slot_order":"rank",)"
            R"("batch_invariant":true,"compute":"binary32","exp_max_ulp":1})";
+  }
   return R"({"abi":"moe_route_v1","selects_on":"probabilities","slot_order":"rank",)"
          R"("batch_invariant":true,"compute":"binary32","exp_max_ulp":1})";
 }

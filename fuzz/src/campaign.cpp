@@ -19,8 +19,9 @@ std::string writeReproducer(const Router& router, const Case& c, const CaseResul
   std::filesystem::create_directories(options.outDir);
   std::string stem = fmt::format("{}-{}-E{}-k{}-seed{}", router.name(), r.violation->kind,
                                  c.experts, c.k, options.seed);
-  for (char& ch : stem)
+  for (char& ch : stem) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
+  }
   std::filesystem::path path = std::filesystem::path(options.outDir) / (stem + ".json");
   nlohmann::json provenance = {
       {"tool", "moe-oracle fuzz"}, {"seed", options.seed}, {"impl", router.name()}};
@@ -118,9 +119,10 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                  {"gate_certified", l.gateCertified},
                  {"gate_undecided", l.gateUndecided}};
   j["violations"] = nlohmann::json::array();
-  for (const auto& v : s.violations)
+  for (const auto& v : s.violations) {
     j["violations"].push_back(
         {{"signature", v.signature}, {"kind", v.kind}, {"reproducer", v.reproducer}});
+  }
   return j;
 }
 

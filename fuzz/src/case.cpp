@@ -99,8 +99,9 @@ float decodeLogit(Source& src, std::span<const float> row, std::span<const float
       x = pool[src.u8() % pool.size()];
       // One +inf makes the whole row non-real (only structure is checked there); at E = 64
       // a plain pick left ~40% of tokens non-real, so +inf needs one more byte to agree.
-      if (x == std::numeric_limits<float>::infinity() && (src.u8() & 7) != 0)
+      if (x == std::numeric_limits<float>::infinity() && (src.u8() & 7) != 0) {
         x = std::numeric_limits<float>::max();
+      }
       break;
     }
     case 4:  // copy an earlier logit: an exact tie
@@ -112,10 +113,11 @@ float decodeLogit(Source& src, std::span<const float> row, std::span<const float
       break;
     }
     case 6:  // same expert in the previous token (or the row's first value: constant rows)
-      if (!prevRow.empty())
+      if (!prevRow.empty()) {
         x = prevRow[row.size()];
-      else
+      } else {
         x = row.empty() ? 0.0f : row[0];
+      }
       break;
     default:  // a value near 88.72 or near a tie at scale: uniform in a moderate range
       x = static_cast<float>(static_cast<int16_t>(src.u16())) / 256.0f;
@@ -162,9 +164,10 @@ Case decodeFrom(Source& src, int32_t maxExperts) {
     float* start = c.logits.data() + static_cast<size_t>(t) * c.experts;
     std::span<const float> prev;
     if (t > 0) prev = c.row(t - 1);
-    for (int32_t e = 0; e < c.experts; ++e)
+    for (int32_t e = 0; e < c.experts; ++e) {
       start[e] =
           decodeLogit(src, std::span<const float>(start, static_cast<size_t>(e)), prev, c.allowNaN);
+    }
   }
   return c;
 }
@@ -191,10 +194,11 @@ std::vector<uint8_t> encodeCase(const Case& c) {
   };
   *at++ = 0x80;
   put16(static_cast<uint32_t>(c.experts - 1));
-  if (c.experts + 2 > 256)
+  if (c.experts + 2 > 256) {
     put16(static_cast<uint32_t>(c.k));
-  else
+  } else {
     *at++ = static_cast<uint8_t>(c.k);
+  }
   // T <= 8 encodes as T - 1; larger T as the large-batch code, then T - 1.
   if (c.tokens <= 8) {
     *at++ = static_cast<uint8_t>(c.tokens - 1);
@@ -259,19 +263,22 @@ Case caseFromJSON(const nlohmann::json& j) {
   c.split = j.value("split", 0);
   c.variant = j.value("variant", 0);
   c.allowNaN = j.value("allowNaN", false);
-  if (c.tokens < 1 || c.experts < 1 || c.k < 0)
+  if (c.tokens < 1 || c.experts < 1 || c.k < 0) {
     throw std::invalid_argument(
         fmt::format("case: need tokens >= 1, experts >= 1, k >= 0; got "
                     "tokens={} experts={} k={}",
                     c.tokens, c.experts, c.k));
-  if (static_cast<int64_t>(c.tokens) * c.experts > (int64_t{1} << 24))
+  }
+  if (static_cast<int64_t>(c.tokens) * c.experts > (int64_t{1} << 24)) {
     throw std::invalid_argument("case: tokens * experts above 2^24");
+  }
   const auto& l = need("logits");
-  if (!l.is_array() || l.size() != static_cast<size_t>(c.tokens) * c.experts)
+  if (!l.is_array() || l.size() != static_cast<size_t>(c.tokens) * c.experts) {
     throw std::invalid_argument(
         fmt::format("case: \"logits\" must hold tokens*experts = {} hex "
                     "strings",
                     static_cast<int64_t>(c.tokens) * c.experts));
+  }
   for (const auto& v : l) c.logits.push_back(parseHex32(v.get<std::string>()));
   if (c.split < 0 || c.split > c.tokens) c.split = 0;
   return c;

@@ -17,8 +17,9 @@ std::invalid_argument contractError(std::string_view what) {
 double nonNegativeNumber(const nlohmann::json& j, const char* key) {
   if (!j.is_number()) throw contractError(fmt::format("\"{}\" must be a number", key));
   double v = j.get<double>();
-  if (!std::isfinite(v) || v < 0)
+  if (!std::isfinite(v) || v < 0) {
     throw contractError(fmt::format("\"{}\" must be finite and >= 0, got {}", key, v));
+  }
   return v;
 }
 
@@ -41,33 +42,38 @@ Contract parseContract(std::string_view text) {
   std::string selects, order;
   str("selects_on", selects);
   str("slot_order", order);
-  if (selects == "logits")
+  if (selects == "logits") {
     c.selectsOn = SelectsOn::kLogits;
-  else if (selects == "probabilities" || selects.empty())
+  } else if (selects == "probabilities" || selects.empty()) {
     c.selectsOn = SelectsOn::kProbabilities;
-  else
+  } else {
     throw contractError(
         fmt::format("\"selects_on\" must be logits|probabilities, got \"{}\"", selects));
-  if (order == "rank")
+  }
+  if (order == "rank") {
     c.slotOrder = SlotOrder::kRank;
-  else if (order == "any" || order.empty())
+  } else if (order == "any" || order.empty()) {
     c.slotOrder = SlotOrder::kAny;
-  else
+  } else {
     throw contractError(fmt::format("\"slot_order\" must be rank|any, got \"{}\"", order));
+  }
   if (j.contains("batch_invariant")) {
     if (!j["batch_invariant"].is_boolean()) throw contractError("\"batch_invariant\" must be bool");
     c.batchInvariant = j["batch_invariant"].get<bool>();
   }
-  if (c.abi != "moe_route_v1")
+  if (c.abi != "moe_route_v1") {
     throw contractError(fmt::format("\"abi\" must be \"moe_route_v1\", got \"{}\"", c.abi));
-  if (c.compute != "binary32")
+  }
+  if (c.compute != "binary32") {
     throw contractError(fmt::format("\"compute\" must be \"binary32\", got \"{}\"", c.compute));
+  }
   if (j.contains("exp_max_ulp")) c.expMaxUlp = nonNegativeNumber(j["exp_max_ulp"], "exp_max_ulp");
   if (j.contains("gate_budget")) {
     const auto& b = j["gate_budget"];
     if (!b.is_object()) throw contractError("\"gate_budget\" must be an object");
-    if (b.contains("spec32_factor"))
+    if (b.contains("spec32_factor")) {
       c.gateBudget.spec32Factor = nonNegativeNumber(b["spec32_factor"], "spec32_factor");
+    }
     if (b.contains("ulp")) c.gateBudget.ulp = nonNegativeNumber(b["ulp"], "ulp");
   }
   return c;

@@ -27,8 +27,9 @@ void explainToken(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
     g = oracle::certified::gatesEnclosure(static_cast<size_t>(k), x);
   }
   std::vector<int> slot(E, -1);
-  for (size_t s = 0; s < ids.size(); ++s)
+  for (size_t s = 0; s < ids.size(); ++s) {
     if (ids[s] >= 0 && static_cast<size_t>(ids[s]) < E) slot[ids[s]] = static_cast<int>(s);
+  }
   fmt::format_to(std::back_inserter(out), "E = {}, k = {}, row is {}\n", E, k,
                  real ? "real (the spec's values are real numbers)"
                       : "not real (NaN, +inf or all -inf): only structure is checked");
@@ -67,11 +68,13 @@ void explainToken(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
 
 void explainVerdict(fmt::memory_buffer& out, const Verdict& v, const std::string& who) {
   fmt::format_to(std::back_inserter(out), "verdict for {}: {}", who, outcomeName(v.outcome));
-  if (v.outcome == Outcome::kAcceptable)
+  if (v.outcome == Outcome::kAcceptable) {
     fmt::format_to(std::back_inserter(out), " ({}, worst near-tie margin {:.3g} of the budget)",
                    v.reason, v.margin);
-  if (v.outcome == Outcome::kViolation)
+  }
+  if (v.outcome == Outcome::kViolation) {
     fmt::format_to(std::back_inserter(out), " [{}]\n  why: {}", v.kind, v.certificate);
+  }
   fmt::format_to(std::back_inserter(out), "\n");
 }
 
@@ -113,8 +116,9 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           std::vector<int32_t> ids = t.at("ids").get<std::vector<int32_t>>();
           std::vector<float> gates;
           for (const auto& x : t.at("gates")) gates.push_back(parseHex32(x.get<std::string>()));
-          if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size())
+          if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size()) {
             throw std::invalid_argument("ids/gates must hold tokens * k entries");
+          }
           CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
           int32_t token = t.value("token", 0);
           if (r.violation) token = r.violation->token;
@@ -126,16 +130,17 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
                          t.value("impl", std::string("?")), token, c.tokens);
           explainToken(out, c.row(token), c.k, std::span<const int32_t>(ids).subspan(token * k, k),
                        std::span<const float>(gates).subspan(token * k, k));
-          if (r.violation)
+          if (r.violation) {
             explainVerdict(out, *r.violation, "the recorded output");
-          else if (t.value("kind", std::string()) == "batch-variance")
+          } else if (t.value("kind", std::string()) == "batch-variance") {
             fmt::format_to(std::back_inserter(out),
                            "recorded kind batch-variance: each token alone is judged {}; the "
                            "difference shows only when the router is rerun (moe-oracle replay "
                            "--impl)\n",
                            outcomeName(r.worst()));
-          else
+          } else {
             explainVerdict(out, r.tokens.at(static_cast<size_t>(token)), "the recorded output");
+          }
         } else {
           fmt::format_to(std::back_inserter(out), "group type {} is not read by moe-oracle\n",
                          type);

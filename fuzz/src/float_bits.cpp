@@ -23,14 +23,15 @@ float parseHex32(std::string_view text) {
   uint32_t v = 0;
   for (char c : text.substr(2)) {
     int d;
-    if (c >= '0' && c <= '9')
+    if (c >= '0' && c <= '9') {
       d = c - '0';
-    else if (c >= 'a' && c <= 'f')
+    } else if (c >= 'a' && c <= 'f') {
       d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
+    } else if (c >= 'A' && c <= 'F') {
       d = c - 'A' + 10;
-    else
+    } else {
       throw bad();
+    }
     v = v * 16 + static_cast<uint32_t>(d);
   }
   return floatOf(v);

@@ -15,12 +15,13 @@ void reshape(Case& c, int32_t experts, int32_t tokens, int32_t maxExperts) {
   experts = std::clamp(experts, 1, maxExperts);
   tokens = std::clamp(tokens, 1, std::max(1, std::min(kMaxTokens, kMaxLogits / experts)));
   std::vector<float> out(static_cast<size_t>(tokens) * experts);
-  for (int32_t t = 0; t < tokens; ++t)
+  for (int32_t t = 0; t < tokens; ++t) {
     for (int32_t e = 0; e < experts; ++e) {
       int32_t st = t % c.tokens, se = e % c.experts;
       out[static_cast<size_t>(t) * experts + e] =
           c.logits[static_cast<size_t>(st) * c.experts + se];
     }
+  }
   c.experts = experts;
   c.tokens = tokens;
   c.logits = std::move(out);

@@ -14,9 +14,11 @@ namespace moe::fuzz {
 namespace {
 
 std::string bitsDiff(const std::vector<float>& want, const std::vector<float>& got) {
-  for (size_t i = 0; i < want.size() && i < got.size(); ++i)
-    if (bitsOf(want[i]) != bitsOf(got[i]))
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    if (bitsOf(want[i]) != bitsOf(got[i])) {
       return fmt::format("index {}: expected {} got {}", i, hex32(want[i]), hex32(got[i]));
+    }
+  }
   return want.size() == got.size() ? "" : "lengths differ";
 }
 
@@ -24,11 +26,13 @@ std::string bitsDiff(const std::vector<float>& want, const std::vector<float>& g
 std::string checkRoutingAgainstOracle(const RoutingVector& v) {
   std::span<const float> x(v.logits);
   const auto r = oracle::ranks(x);
-  if (v.ranks && std::vector<int64_t>(r.begin(), r.end()) != *v.ranks)
+  if (v.ranks && std::vector<int64_t>(r.begin(), r.end()) != *v.ranks) {
     return "ranks differ from the oracle's";
+  }
   const auto kept = oracle::keptExperts(static_cast<size_t>(v.k), x);
-  if (v.keptExperts && std::vector<int64_t>(kept.begin(), kept.end()) != *v.keptExperts)
+  if (v.keptExperts && std::vector<int64_t>(kept.begin(), kept.end()) != *v.keptExperts) {
     return "keptExperts differ from the oracle's";
+  }
   if (v.exps32) {
     if (v.exps32->size() != v.logits.size()) return "exps32 has the wrong length";
     size_t next = 0;
@@ -111,8 +115,9 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
       if (hasOutput) {
         ids = t["ids"].get<std::vector<int32_t>>();
         for (const auto& g : t["gates"]) gates.push_back(parseHex32(g.get<std::string>()));
-        if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size())
+        if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size()) {
           throw std::invalid_argument("ids/gates must hold tokens * k entries");
+        }
       }
     } catch (const std::exception& e) {
       ++out.failed;

@@ -30,8 +30,9 @@ std::string cpuFlags() {
     std::string w, out;
     std::vector<std::string> have;
     while (words >> w) have.push_back(w);
-    for (const char* f : kInteresting)
+    for (const char* f : kInteresting) {
       if (std::find(have.begin(), have.end(), f) != have.end()) out += std::string(f) + " ";
+    }
     return out.empty() ? "(none of the SIMD flags)" : out;
   }
   return "(unknown: no /proc/cpuinfo)";
@@ -56,15 +57,17 @@ void describeToken(fmt::memory_buffer& out, const Case& c, const CaseResult& r, 
     if (id >= 0 && id < E) slotOf[id] = static_cast<int>(s);
   }
   const size_t shown = std::min<size_t>(x.size(), 64);
-  for (size_t e = 0; e < shown; ++e)
+  for (size_t e = 0; e < shown; ++e) {
     fmt::format_to(std::back_inserter(out), "  {:>5} {:>16} {:>12} {:>5} {:>9} {:>10}\n", e,
                    decimal32(x[e]), hex32(x[e]),
                    nan ? std::string("-") : fmt::format("{}", rank[e]),
                    nan ? "-" : (rank[e] < n ? "kept" : "displaced"),
                    slotOf[e] >= 0 ? fmt::format("slot {}", slotOf[e]) : std::string("-"));
-  if (shown < x.size())
+  }
+  if (shown < x.size()) {
     fmt::format_to(std::back_inserter(out), "  ... {} more experts in the case JSON\n",
                    x.size() - shown);
+  }
   // Exact vs actual gates of the router's kept set, and the margin at the kept boundary.
   std::vector<size_t> S;
   for (size_t s = 0; s < n && t * k + s < r.output.ids.size(); ++s) {
@@ -118,9 +121,10 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
     describeToken(out, c, r, v.token);
     fmt::format_to(std::back_inserter(out), "  router output (ids, gates) of token {}:", v.token);
     const size_t k = static_cast<size_t>(c.k);
-    for (size_t s = 0; s < k && v.token * k + s < r.output.ids.size(); ++s)
+    for (size_t s = 0; s < k && v.token * k + s < r.output.ids.size(); ++s) {
       fmt::format_to(std::back_inserter(out), " ({}, {})", r.output.ids[v.token * k + s],
                      hex32(r.output.gates[v.token * k + s]));
+    }
     fmt::format_to(std::back_inserter(out), "\n");
   }
   fmt::format_to(std::back_inserter(out), "case: {}\n", caseToJSON(c).dump());

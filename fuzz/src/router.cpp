@@ -80,8 +80,9 @@ class SharedLibraryRouter final : public Router {
 };
 
 std::unique_ptr<Router> loadSharedLibrary(const std::string& path) {
-  if (!std::filesystem::exists(path))
+  if (!std::filesystem::exists(path)) {
     throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
+  }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw RouterLoadError(fmt::format("cannot load router library: {}", dlerror()));
   auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));

@@ -27,21 +27,25 @@ nlohmann::json loadVectorFile(const std::string& path) {
 
 void checkVectorLayout(const nlohmann::json& file) {
   if (!file.is_object()) throw std::invalid_argument("vector file: top level is not an object");
-  if (!file.contains("testGroups") || !file["testGroups"].is_array())
+  if (!file.contains("testGroups") || !file["testGroups"].is_array()) {
     throw std::invalid_argument("vector file: no \"testGroups\" array");
+  }
   for (const auto& g : file["testGroups"]) {
-    if (!g.is_object() || !g.contains("type") || !g["type"].is_string())
+    if (!g.is_object() || !g.contains("type") || !g["type"].is_string()) {
       throw std::invalid_argument("vector file: a test group without a string \"type\"");
-    if (!g.contains("tests") || !g["tests"].is_array())
+    }
+    if (!g.contains("tests") || !g["tests"].is_array()) {
       throw std::invalid_argument(
           fmt::format("vector file: group {} has no \"tests\" array", g["type"].dump()));
+    }
     // Wycheproof's tcId is a positive integer; a float (1e308) or a string is bad input.
     for (const auto& t : g["tests"]) {
       if (!t.is_object() || !t.contains("tcId") || !t["tcId"].is_number_integer() ||
-          t["tcId"].get<int64_t>() < 1)
+          t["tcId"].get<int64_t>() < 1) {
         throw std::invalid_argument(
             fmt::format("vector file: group {}: every test needs a positive integer \"tcId\"",
                         g["type"].dump()));
+      }
     }
   }
 }
@@ -49,32 +53,37 @@ void checkVectorLayout(const nlohmann::json& file) {
 namespace {
 
 std::vector<float> hexList(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_array())
+  if (!j.contains(key) || !j[key].is_array()) {
     throw std::invalid_argument(fmt::format("test: \"{}\" must be an array of hex strings", key));
+  }
   std::vector<float> out;
   for (const auto& v : j[key]) {
-    if (!v.is_string())
+    if (!v.is_string()) {
       throw std::invalid_argument(fmt::format("test: \"{}\" holds a non-string", key));
+    }
     out.push_back(parseHex32(v.get<std::string>()));
   }
   return out;
 }
 
 std::vector<int64_t> intList(const nlohmann::json& j, const char* key) {
-  if (!j[key].is_array())
+  if (!j[key].is_array()) {
     throw std::invalid_argument(fmt::format("test: \"{}\" must be an array", key));
+  }
   std::vector<int64_t> out;
   for (const auto& v : j[key]) {
-    if (!v.is_number_integer())
+    if (!v.is_number_integer()) {
       throw std::invalid_argument(fmt::format("test: \"{}\" holds a non-integer", key));
+    }
     out.push_back(v.get<int64_t>());
   }
   return out;
 }
 
 int64_t intField(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number_integer())
+  if (!j.contains(key) || !j[key].is_number_integer()) {
     throw std::invalid_argument(fmt::format("test: \"{}\" must be an integer", key));
+  }
   return j[key].get<int64_t>();
 }
 

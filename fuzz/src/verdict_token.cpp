@@ -220,8 +220,9 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
     }
   }
   int32_t worstIn = S[0];
-  for (int32_t i : S)
+  for (int32_t i : S) {
     if (beatsX(x, worstIn, i)) worstIn = i;
+  }
   if (onLogits) {
     ++levels.selectionFloat;  // so is the logits mode
     return violation("kept-set",
@@ -322,29 +323,34 @@ std::optional<Verdict> checkStructure(std::span<const float> x, int32_t k,
   for (int32_t s = 0; s < k; ++s) {
     const int32_t id = ids[s];
     if (id == -1) {
-      if (s < n && real)
+      if (s < n && real) {
         return violation("slot-count", fmt::format("slot {} is empty (-1) but min(k, E) = {} "
                                                    "slots must be filled",
                                                    s, n));
-      if (s >= n && !(gates[s] == 0.0f))
+      }
+      if (s >= n && !(gates[s] == 0.0f)) {
         return violation("empty-slot", fmt::format("empty slot {} has gate {} ({}), not 0", s,
                                                    decimal32(gates[s]), hex32(gates[s])));
+      }
       continue;
     }
-    if (id < 0 || id >= E)
+    if (id < 0 || id >= E) {
       return violation("id-out-of-range",
                        fmt::format("slot {} holds id {}, outside [0, {}) (k = {})", s, id, E, k));
-    if (s >= n)
+    }
+    if (s >= n) {
       return violation(
           "empty-slot",
           fmt::format("slot {} holds id {} but only min(k, E) = {} slots exist", s, id, n));
+    }
     if (seen[id]) return violation("id-repeated", fmt::format("expert {} appears twice", id));
     seen[id] = 1;
-    if (real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f))
+    if (real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f)) {
       return violation("gate-nonfinite",
                        fmt::format("slot {} (expert {}) has gate {} ({}); the spec's gates are "
                                    "finite and >= 0 on this row",
                                    s, id, decimal32(gates[s]), hex32(gates[s])));
+    }
   }
   return std::nullopt;
 }
@@ -394,8 +400,9 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
   // arguments puts into the gates' common denominator (a weighted mean, so an expert whose
   // gate is ~0 adds ~0 however far below m its logit is).
   double maxShiftS = 0;
-  for (int32_t s = 0; s < n; ++s)
+  for (int32_t s = 0; s < n; ++s) {
     if (std::isfinite(shiftM[s]) && P[s] > 0) maxShiftS += P[s] / sum * shiftM[s];
+  }
   if (!(sum > 0)) return std::nullopt;  // no finite logit in S: a selection violation already
   std::optional<std::vector<float>> g32;
   std::optional<std::vector<Certified>> exact;
@@ -443,10 +450,11 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
       gLo = G.range.lowerDouble();
       gHi = G.range.upperDouble();
       d = decide(gLo, gHi, devLo, devHi, bLo, bHi);
-      if (d == Decision::kUndecided)
+      if (d == Decision::kUndecided) {
         ++levels.gateUndecided;
-      else
+      } else {
         ++levels.gateCertified;
+      }
     }
     if (d == Decision::kBeyond) {
       return violation(
@@ -487,11 +495,13 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
   // Selection, float level: S is the spec's kept set iff its worst member (in beats order)
   // beats every expert outside S (beats is a strict total order on indices here).
   int32_t worst = S[0];
-  for (int32_t e : S)
+  for (int32_t e : S) {
     if (beatsX(x, worst, e)) worst = e;
+  }
   bool sameSet = true;
-  for (int32_t j = 0; j < E && sameSet; ++j)
+  for (int32_t j = 0; j < E && sameSet; ++j) {
     if (!seen[j] && beatsX(x, j, worst)) sameSet = false;
+  }
 
   std::optional<DoubleProbabilities> dp;
   CertifiedProbabilities cp{x, std::nullopt};
@@ -502,27 +512,30 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
   }();
   // One (kept i, displaced-or-misordered j) pair where j beats i on the logits.
   auto judgeBeaten = [&](int32_t i, int32_t j, const char* what) -> std::optional<Verdict> {
-    if (x[i] == x[j])
+    if (x[i] == x[j]) {
       return violation("tie-higher-index",
                        fmt::format("{}: experts {} and {} tie exactly ({} and {}), so expert {} "
                                    "(the lower index) must win",
                                    what, j, i, logitText(x, j), logitText(x, i), std::min(i, j)));
+    }
     const std::string kindIfBeaten =
         std::string_view(what) == "order" ? "slot-order" : (onLogits ? "kept-set" : "beaten-kept");
-    if (onLogits)
+    if (onLogits) {
       return violation(kindIfBeaten,
                        fmt::format("{}: expert {} ranks above expert {} on the logits ({} > {}) "
                                    "and the router selects on logits",
                                    what, j, i, logitText(x, j), logitText(x, i)));
+    }
     if (!dp) dp.emplace(x);
     PairJudgement pj = judgePair(x, i, j, contract.expMaxUlp, *dp, cp, levels);
-    if (pj.decision == Decision::kBeyond)
+    if (pj.decision == Decision::kBeyond) {
       return violation(
           kindIfBeaten,
           fmt::format("{}: expert {} beats expert {} by p_j - p_i = {:.6g}, beyond "
                       "the binary32 rounding budget b_i + b_j = {:.6g} ({}, {})",
                       what, j, i, pj.diff, pj.budget, logitText(x, j), logitText(x, i)),
           pj.budget > 0 ? pj.diff / pj.budget : 0);
+    }
     worstMargin = std::max(worstMargin, pj.budget > 0 ? pj.diff / pj.budget : 0);
     return std::nullopt;
   };
@@ -531,8 +544,9 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
     ++levels.selectionFloat;
   } else {
     if (auto v = checkDifferentSet(x, S, seen, onLogits, contract.expMaxUlp, cp, levels,
-                                   worstMargin, dp))
+                                   worstMargin, dp)) {
       return *v;
+    }
     result.outcome = Outcome::kAcceptable;
     result.reason = "near-tie-probabilities";
   }
@@ -548,8 +562,9 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
     }
   }
 
-  if (auto v = checkGates(x, S, gates.first(static_cast<size_t>(n)), m, contract, config, levels))
+  if (auto v = checkGates(x, S, gates.first(static_cast<size_t>(n)), m, contract, config, levels)) {
     return *v;
+  }
   result.margin = worstMargin;
   return result;
 }

@@ -41,8 +41,9 @@ struct Tally {
     if (total == 0) return;
     std::fprintf(stderr, "moe-oracle signals over %llu execs, %llu tokens judged:",
                  (unsigned long long)total, (unsigned long long)tokens);
-    for (size_t s = 0; s < kVerdictSignalCount; ++s)
+    for (size_t s = 0; s < kVerdictSignalCount; ++s) {
       std::fprintf(stderr, " %s=%llu", kSignalNames[s], (unsigned long long)execs[s]);
+    }
     std::fprintf(stderr, "\n");
   }
 };

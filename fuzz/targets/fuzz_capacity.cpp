@@ -21,8 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace moe::fuzz;
   static const auto router = openRouter("scalar-probs");
   Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
-  for (float& x : c.logits)  // capacity is about dispatch: keep every row real
+  for (float& x : c.logits) {  // capacity is about dispatch: keep every row real
     if (!std::isfinite(x)) x = 0.0f;
+  }
   RouteOutput out = router->route(c.tokens, c.experts, c.k, c.logits, 1);
   if (out.abstained) return 0;
   const int64_t U = std::max<int32_t>(1, c.split);
@@ -32,30 +33,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Capacity: Lean's switchCapacity E n = ceil(n / E) is the k = 1, factor 1 case.
     const int64_t cImpl = moe::switchCapacity(c.experts, n, 1, 1.0);
     const size_t cLean = moe::oracle::switchCapacity(c.experts, static_cast<size_t>(n));
-    if (cImpl != static_cast<int64_t>(cLean))
+    if (cImpl != static_cast<int64_t>(cLean)) {
       propertyFailure("fuzz_capacity", "switch-capacity", c,
                       fmt::format("unit at {}: impl {} vs Lean {}", first, cImpl, cLean));
+    }
     // Keep mask with a capacity from the variant byte (0..n), against Lean's capacityKeeps.
     const int64_t C = c.variant % (n + 1);
     const auto keep = moe::capacityKeeps(C, ids, c.k, c.experts);
     std::vector<size_t> group;
     std::vector<size_t> slotOf;
-    for (size_t s = 0; s < ids.size(); ++s)
+    for (size_t s = 0; s < ids.size(); ++s) {
       if (ids[s] >= 0) {
         group.push_back(static_cast<size_t>(ids[s]));
         slotOf.push_back(s);
       }
+    }
     const auto lean = moe::oracle::capacityKeeps(static_cast<size_t>(C), group);
-    for (size_t g = 0; g < group.size(); ++g)
-      if (static_cast<bool>(keep[slotOf[g]]) != lean[g])
+    for (size_t g = 0; g < group.size(); ++g) {
+      if (static_cast<bool>(keep[slotOf[g]]) != lean[g]) {
         propertyFailure(
             "fuzz_capacity", "capacity-keeps", c,
             fmt::format("unit at {}, C = {}: slot {} (expert {}) impl keep {} vs "
                         "Lean {}",
                         first, C, slotOf[g], group[g], int(keep[slotOf[g]]), bool(lean[g])));
-    for (size_t s = 0; s < ids.size(); ++s)
-      if (ids[s] < 0 && keep[s])
+      }
+    }
+    for (size_t s = 0; s < ids.size(); ++s) {
+      if (ids[s] < 0 && keep[s]) {
         propertyFailure("fuzz_capacity", "capacity-keeps", c, "an empty slot was kept");
+      }
+    }
     // Balance (top-1 = slot 0), with the binary32 spec's probabilities.
     if (c.k == 0) continue;
     std::vector<float> probs;
@@ -64,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto p = moe::oracle::softmaxVecSpec(c.row(static_cast<int32_t>(t)));
       probs.insert(probs.end(), p.begin(), p.end());
       std::vector<mpq_class> q;
+      q.reserve(p.size());
       for (float v : p) q.emplace_back(static_cast<double>(v));
       tokens.emplace_back(static_cast<size_t>(out.ids[t * c.k]), std::move(q));
     }
@@ -73,10 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // impl sums n probabilities per expert and E products in binary64: relative error
     // <= (n + E + 4) 2^-53 of the sum of |terms| (all terms are >= 0, so of the result).
     const double tol = (static_cast<double>(n) + c.experts + 4) * 0x1p-52 * std::fabs(e) + 1e-300;
-    if (!(std::fabs(impl - e) <= tol))
+    if (!(std::fabs(impl - e) <= tol)) {
       propertyFailure("fuzz_capacity", "switch-balance", c,
                       fmt::format("unit at {}: impl {:.17g} vs exact {:.17g} (tolerance {:.3g})",
                                   first, impl, e, tol));
+    }
   }
   return 0;
 }

@@ -21,8 +21,9 @@ namespace {
 using moe::RowMatrix;
 
 bool sameBits(const RowMatrix& a, const RowMatrix& b, int64_t rowA, int64_t rowB) {
-  for (int64_t c = 0; c < a.cols(); ++c)
+  for (int64_t c = 0; c < a.cols(); ++c) {
     if (moe::fuzz::bitsOf(a(rowA, c)) != moe::fuzz::bitsOf(b(rowB, c))) return false;
+  }
   return true;
 }
 
@@ -39,27 +40,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* routerName = kRouters[c.threads % 4];
   const moe::Layer layer = moe::Layer::random({d, h, E, k}, c.split * 131 + c.variant, routerName);
   RowMatrix x(T, d);
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = 0; t < T; ++t) {
     for (int64_t i = 0; i < d; ++i) {
       float v = c.logits[static_cast<size_t>(t * d + i) % c.logits.size()];
       x(t, i) = std::isfinite(v) && std::fabs(v) < 64.0f ? v : 1.0f;  // keep activations finite
     }
+  }
   const RowMatrix dense = layer.forward_dense(x);
   const RowMatrix sparse = layer.forward_sparse(x);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < d; ++j)
-      if (std::isfinite(dense(t, j)) && bitsOf(dense(t, j)) != bitsOf(sparse(t, j)))
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t j = 0; j < d; ++j) {
+      if (std::isfinite(dense(t, j)) && bitsOf(dense(t, j)) != bitsOf(sparse(t, j))) {
         propertyFailure("fuzz_layer", "dense-vs-sparse", c,
                         fmt::format("token {} coordinate {}: dense {} sparse {}", t, j,
                                     hex32(dense(t, j)), hex32(sparse(t, j))));
+      }
+    }
+  }
   const int64_t split = std::clamp<int64_t>(c.split, 0, T);
   if (split > 0 && split < T) {
     const RowMatrix head = layer.forward_dense(x.topRows(split));
     const RowMatrix tail = layer.forward_dense(x.bottomRows(T - split));
-    for (int64_t t = 0; t < T; ++t)
-      if (!(t < split ? sameBits(dense, head, t, t) : sameBits(dense, tail, t, t - split)))
+    for (int64_t t = 0; t < T; ++t) {
+      if (!(t < split ? sameBits(dense, head, t, t) : sameBits(dense, tail, t, t - split))) {
         propertyFailure("fuzz_layer", "batch-split", c,
                         fmt::format("token {} changed when the batch was split at {}", t, split));
+      }
+    }
   }
   // The routing, judged by the verdict on the layer's own logits.
   const RowMatrix logits = layer.routerLogits(x);
@@ -75,8 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::span<const float> gates(routing.gates.data() + t * k, static_cast<size_t>(k));
     Verdict v =
         judgeToken(row, static_cast<int32_t>(k), ids, gates, contract, VerdictConfig{}, levels);
-    if (v.outcome == Outcome::kViolation)
+    if (v.outcome == Outcome::kViolation) {
       propertyFailure("fuzz_layer", "routing-" + v.kind, c, v.certificate);
+    }
     // Combine: the layer's dense output vs the exact sum of its own gates times its own
     // expert outputs; binary32 accumulation of E terms errs by <= (E + 1) u sum |g_e y_e|.
     if (!isRealRow(row)) continue;
@@ -96,11 +104,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const double bound = (E + 2) * 0x1p-24 * mag + 0x1p-140;
       const double lo = exact[j].range.lowerDouble(), hi = exact[j].range.upperDouble();
       const double y = dense(t, j);
-      if (y < lo - bound || y > hi + bound)
+      if (y < lo - bound || y > hi + bound) {
         propertyFailure("fuzz_layer", "combine", c,
                         fmt::format("token {} coordinate {}: dense {:.9g} but the exact "
                                     "combination is in [{:.17g}, {:.17g}] (bound {:.3g})",
                                     t, j, y, lo, hi, bound));
+      }
     }
   }
   return 0;

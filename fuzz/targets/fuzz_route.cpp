@@ -15,8 +15,9 @@ namespace {
 const std::vector<std::unique_ptr<moe::fuzz::Router>>& routers() {
   static const auto all = [] {
     std::vector<std::unique_ptr<moe::fuzz::Router>> out;
-    for (const auto& name : moe::fuzz::builtinRouterNames())
+    for (const auto& name : moe::fuzz::builtinRouterNames()) {
       if (moe::fuzz::builtinRouterAvailable(name)) out.push_back(moe::fuzz::openRouter(name));
+    }
     return out;
   }();
   return all;

@@ -37,11 +37,12 @@ int main(int argc, char** argv) {
     std::filesystem::path p(argv[i]);
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
-      for (const auto& entry : std::filesystem::recursive_directory_iterator(p))
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(p)) {
         if (entry.is_regular_file()) {
           failures += replayFile(entry.path());
           ++replayed;
         }
+      }
     } else {
       failures += replayFile(p);
       ++replayed;

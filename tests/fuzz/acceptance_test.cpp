@@ -46,8 +46,9 @@ TEST_P(BrokenLibrary, IsCaughtWithin60Seconds) {
   int count;
   const BugInfo& bug = brokenRouterBugs(&count)[GetParam()];
   std::string file(bug.name);
-  for (char& c : file)
+  for (char& c : file) {
     if (c == '-') c = '_';
+  }
   std::string lib = std::string(MOE_LIB_DIR) + "/libmoe_broken_" + file + ".so";
   ASSERT_TRUE(std::filesystem::exists(lib)) << lib;
   RunResult r = run("fuzz --impl " + lib + " --seconds 60 --seed 1 --json --out " + outDir(file));
@@ -69,8 +70,9 @@ INSTANTIATE_TEST_SUITE_P(EveryBug, BrokenLibrary, ::testing::Range(0, 8),
                          [](const ::testing::TestParamInfo<int>& info) {
                            int count;
                            std::string n(brokenRouterBugs(&count)[info.param].name);
-                           for (char& c : n)
+                           for (char& c : n) {
                              if (c == '-') c = '_';
+                           }
                            return n;
                          });
 
@@ -84,8 +86,9 @@ class CorrectRouter : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CorrectRouter, PassesAShortCampaign) {
   const std::string name = GetParam();
-  if (name != "spec32" && !builtinRouterAvailable(name))
+  if (name != "spec32" && !builtinRouterAvailable(name)) {
     GTEST_SKIP() << name << " needs an ISA this CPU lacks";
+  }
   RunResult r =
       run("fuzz --impl " + name + " --seconds 3 --seed 2026 --json --out " + outDir(name));
   ASSERT_EQ(r.exitCode, 0) << r.out;
@@ -93,8 +96,9 @@ TEST_P(CorrectRouter, PassesAShortCampaign) {
   EXPECT_EQ(j["verdicts"]["violation"], 0);
   EXPECT_GT(j["cases"].get<int>(), 10);
   for (const char* key : {"impl", "seed", "seconds", "cases", "tokens", "cases_per_s", "verdicts",
-                          "acceptable_reasons", "levels", "violations"})
+                          "acceptable_reasons", "levels", "violations"}) {
     EXPECT_TRUE(j.contains(key)) << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtin, CorrectRouter,
@@ -103,8 +107,9 @@ INSTANTIATE_TEST_SUITE_P(Builtin, CorrectRouter,
                                            "auto-probs", "auto-logits"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
-                           for (char& c : n)
+                           for (char& c : n) {
                              if (c == '-') c = '_';
+                           }
                            return n;
                          });
 

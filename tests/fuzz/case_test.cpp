@@ -26,16 +26,19 @@ void expectValid(const Case& c) {
   ASSERT_EQ(c.logits.size(), static_cast<size_t>(c.tokens) * c.experts);
   ASSERT_GE(c.split, 0);
   ASSERT_LE(c.split, c.tokens);
-  if (!c.allowNaN)
+  if (!c.allowNaN) {
     for (float x : c.logits) ASSERT_FALSE(std::isnan(x));
+  }
 }
 
 bool sameBits(const Case& a, const Case& b) {
   if (a.tokens != b.tokens || a.experts != b.experts || a.k != b.k || a.threads != b.threads ||
-      a.split != b.split || a.variant != b.variant || a.allowNaN != b.allowNaN)
+      a.split != b.split || a.variant != b.variant || a.allowNaN != b.allowNaN) {
     return false;
-  for (size_t i = 0; i < a.logits.size(); ++i)
+  }
+  for (size_t i = 0; i < a.logits.size(); ++i) {
     if (bitsOf(a.logits[i]) != bitsOf(b.logits[i])) return false;
+  }
   return true;
 }
 
@@ -48,7 +51,7 @@ TEST(CaseDecode, BatchSizesAreMostlySmallButAllReachable) {
     c.experts = 2;
     c.k = 1;
     c.split = t / 2;
-    c.logits.assign(static_cast<size_t>(2 * t), 1.5f);
+    c.logits.assign(2 * static_cast<size_t>(t), 1.5f);
     Case back = decodeCase(encodeCase(c));
     ASSERT_EQ(back.tokens, t);
     ASSERT_TRUE(sameBits(c, back)) << "T = " << t;
@@ -103,8 +106,9 @@ TEST(CaseDecode, EmptyAndShortInputsStillDecode) {
 TEST(CaseDecode, SpecialPoolHasTheIssuesValues) {
   auto pool = specialPool();
   auto has = [&](uint32_t bits) {
-    for (float x : pool)
+    for (float x : pool) {
       if (bitsOf(x) == bits) return true;
+    }
     return false;
   };
   EXPECT_TRUE(has(0x00000000u));                            // +0

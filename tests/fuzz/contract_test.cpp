@@ -42,8 +42,9 @@ TEST(Contract, RejectsBadText) {
 }
 
 TEST(Contract, EveryBuiltinRouterContractParses) {
-  for (const auto& r : moe::builtinRouters())
+  for (const auto& r : moe::builtinRouters()) {
     EXPECT_NO_THROW(parseContract(r.contract_json)) << r.name;
+  }
 }
 
 }  // namespace

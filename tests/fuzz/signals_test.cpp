@@ -61,23 +61,26 @@ TEST(VerdictSignals, MarkSetsOneByteRowPerRouter) {
   ASSERT_EQ(counters.size(), kCoveredRouters * kVerdictSignalCount);
   const uint32_t s = bit(VerdictSignal::kGateCertified) | bit(VerdictSignal::kNearTieOrder);
   markVerdictSignals(3, s);
-  for (size_t r = 0; r < kCoveredRouters; ++r)
-    for (size_t k = 0; k < kVerdictSignalCount; ++k)
+  for (size_t r = 0; r < kCoveredRouters; ++r) {
+    for (size_t k = 0; k < kVerdictSignalCount; ++k) {
       EXPECT_EQ(counters[r * kVerdictSignalCount + k], (r == 3 && (s >> k & 1)) ? 1 : 0)
           << "router " << r << " signal " << k;
+    }
+  }
 }
 
 // fuzz_external and fuzz_gates: one shape byte per E (exact to 64, then mod 16) and k
 // against E, so that their corpora keep a case per shape.
 TEST(CaseShape, EachExpertCountAndKClassHasItsOwnByte) {
   std::set<size_t> seen;
-  for (int32_t e = 1; e <= 64; ++e)
+  for (int32_t e = 1; e <= 64; ++e) {
     for (int32_t k : {0, 1, e, e + 1}) {
       if (k == 1 && e == 1) continue;  // k = E there
       const size_t i = caseShapeIndex(e, k);
       EXPECT_LT(i, caseShapeCounters().size());
       EXPECT_TRUE(seen.insert(i).second) << "E " << e << " k " << k;
     }
+  }
   EXPECT_EQ(caseShapeIndex(65, 2), caseShapeIndex(1025, 2));  // both E mod 16 = 1
   EXPECT_NE(caseShapeIndex(65, 2), caseShapeIndex(66, 2));
   markCaseShape(17, 3);

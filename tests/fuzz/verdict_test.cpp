@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/float_bits.hpp"
@@ -22,7 +23,8 @@ using Fn = std::function<int(int32_t, int32_t, int32_t, const float*, int32_t*, 
 // A router made from a lambda, with a chosen contract.
 class LambdaRouter : public Router {
  public:
-  LambdaRouter(std::string name, Contract c, Fn fn) : Router(std::move(name), c), fn_(fn) {}
+  LambdaRouter(std::string name, Contract c, Fn fn)
+      : Router(std::move(name), std::move(c)), fn_(std::move(fn)) {}
 
  protected:
   int call(int32_t t, int32_t e, int32_t k, const float* x, int32_t* ids, float* g,
@@ -49,7 +51,8 @@ Contract logitsContract() {
 }
 
 // The spec32 router's output, then `edit` applied to it.
-Fn spec32Then(std::function<void(int32_t k, int32_t* ids, float* gates, int32_t tokens)> edit) {
+Fn spec32Then(
+    const std::function<void(int32_t k, int32_t* ids, float* gates, int32_t tokens)>& edit) {
   return [edit](int32_t t, int32_t e, int32_t k, const float* x, int32_t* ids, float* g) {
     static auto spec = makeSpec32Router();
     RouteOutput o = spec->route(t, e, k, std::span<const float>(x, size_t(t) * e), 1);
@@ -197,8 +200,9 @@ TEST(VerdictStructure, NonRealRowsGetStructureChecksOnly) {
 TEST(VerdictBatch, OutputThatChangesWithTheBatchIsCaught) {
   LambdaRouter variant("variant", probsContract(),
                        spec32Then([](int32_t k, int32_t*, float* g, int32_t t) {
-                         if (t > 1)  // only when batched, and still inside the gate budget
+                         if (t > 1) {  // only when batched, and still inside the gate budget
                            for (int32_t i = 0; i < k * t; ++i) g[i] = nextUp(g[i]);
+                         }
                        }));
   Case c;
   c.tokens = 3;
