@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -47,8 +48,12 @@ TEST(CudaContract, IsJsonWithTheAbiFields) {
 }
 
 // Loaded the way a user's program or the fuzzer loads a router: by path, with dlopen.
+// $MOE_CUDA_ROUTER_LIB overrides the build's path (scripts/gpu-check runs these tests from a
+// copied folder on a GPU machine).
 TEST(CudaSharedLibrary, LoadsWithDlopenAndExportsTheAbi) {
-  void* handle = dlopen(MOE_CUDA_ROUTER_LIB, RTLD_NOW | RTLD_LOCAL);
+  const char* override = std::getenv("MOE_CUDA_ROUTER_LIB");
+  void* handle =
+      dlopen(override != nullptr ? override : MOE_CUDA_ROUTER_LIB, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   using RouteV1 =
       int (*)(std::int32_t, std::int32_t, std::int32_t, const float*, std::int32_t*, float*);
