@@ -8,10 +8,11 @@
 //    On random rows about 10 elements pass at E = 64, k = 8.
 // 2. The elements >= T are compressed, in index order, into one vector (more than 16:
 //    the caller's general path).
-// 3. Each candidate's rank is the number of candidates strictly greater (one compare per
-//    candidate). Without exact ties the ranks are a permutation of 0..count-1; a tie
-//    (+0 == -0 included) shows as a repeated rank, and the caller's general path, which
-//    breaks ties to the lower index, routes that token instead.
+// 3. The candidates are sorted as integer keys (the value's order-preserving image with
+//    its low 4 bits replaced by the candidate's lane), so the kept ones come out in rank
+//    order with their lanes. Where two of the deciding keys agree above those 4 bits (an
+//    exact tie, +0 == -0 included, or values within 2^-19) the caller's general path,
+//    which breaks ties to the lower index, routes that token instead.
 // Every token takes the fast path or the general one by its own values alone, so the
 // result is bitwise independent of its batch and of the thread count.
 #if defined(MOE_IMPL_ROW16_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -27,6 +28,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include "topk_select.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace moe::detail {
@@ -253,10 +256,7 @@ HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m256i keptIds, __m256 keptGat
   const auto first = static_cast<__mmask8>((1u << kk) - 1u);
   _mm256_mask_storeu_epi32(ids, first, keptIds);
   _mm256_mask_storeu_ps(gates, first, keptGates);
-  for (int32_t s = kk; s < k; ++s) {
-    ids[s] = -1;
-    gates[s] = 0.0f;
-  }
+  clearEmptySlots(k, kk, ids, gates);
 }
 
 // Per 256-bit half, the sum of its 8 lanes in every lane (a fixed order: batch invariant).
