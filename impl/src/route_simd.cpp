@@ -416,23 +416,46 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
   return false;
 }
 
+#if MOE_ROW16
+// Groups of kRow16Group rows through the one-row kernels; the rows they hand back (NaN,
+// infinities, too many candidates, close values or ties) through the per-token path.
+// Inlined into each caller, which then holds one mode's kernels, as when it was written
+// out twice.
+template <bool kProbs>
+HWY_INLINE void Row16Rows(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                          int32_t* ids, float* gates) {
+  const D d;
+  Scratch scratch(d, experts, k);
+  WithRow16Vectors(experts, [&](auto vectors) {
+    constexpr int kVectors = decltype(vectors)::value;
+    for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
+      const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
+      const float* x = logits + t0 * experts;
+      uint32_t left;
+      if constexpr (kProbs) {
+        left = Row16ProbsGroup<kVectors>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+      } else {
+        left = Row16LogitsGroup<kVectors>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+      }
+      for (; left != 0; left &= left - 1) {
+        const int64_t t = t0 + __builtin_ctz(left);
+        if constexpr (kProbs) {
+          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+        } else {
+          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
+                           scratch);
+        }
+      }
+    }
+  });
+}
+#endif
+
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
 #if MOE_ROW16
   if (UsesRow16(experts, std::min(k, experts))) {
-    const D d;
-    Scratch scratch(d, experts, k);
-    WithRow16Vectors(experts, [&](auto vectors) {
-      for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
-        const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
-        uint32_t left = Row16ProbsGroup<decltype(vectors)::value>(
-            logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
-        for (; left != 0; left &= left - 1) {
-          const int64_t t = t0 + __builtin_ctz(left);
-          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-        }
-      }
-    });
+    Row16Rows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
     return;
   }
 #endif
@@ -456,20 +479,7 @@ void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, i
                 float* gates) {
 #if MOE_ROW16
   if (UsesRow16(experts, std::min(k, experts))) {
-    const D d;
-    Scratch scratch(d, experts, k);
-    WithRow16Vectors(experts, [&](auto vectors) {
-      for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
-        const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
-        uint32_t left = Row16LogitsGroup<decltype(vectors)::value>(
-            logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
-        for (; left != 0; left &= left - 1) {
-          const int64_t t = t0 + __builtin_ctz(left);
-          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
-                           scratch);
-        }
-      }
-    });
+    Row16Rows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
     return;
   }
 #endif
