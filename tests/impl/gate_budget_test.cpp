@@ -45,15 +45,13 @@ std::vector<long double> exactGates(const float* x, int32_t experts, const int32
   return e;
 }
 
-class GateBudget : public ::testing::TestWithParam<std::string> {
+class GateBudget : public RouterTest {
  protected:
   void SetUp() override {
-    router_ = findRouter(GetParam());
-    ASSERT_NE(router_, nullptr);
-    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
-    spec32_ = findRouter(GetParam().ends_with("-probs") ? "scalar-probs" : "scalar-logits");
+    RouterTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    spec32_ = findRouter(probsMode() ? "scalar-probs" : "scalar-logits");
   }
-  const BuiltinRouter* router_ = nullptr;
   const BuiltinRouter* spec32_ = nullptr;
 };
 

@@ -38,15 +38,7 @@ struct Guarded {
   }
 };
 
-class RouterAbi : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    router_ = findRouter(GetParam());
-    ASSERT_NE(router_, nullptr);
-    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
-  }
-  const BuiltinRouter* router_ = nullptr;
-};
+class RouterAbi : public RouterTest {};
 
 TEST_P(RouterAbi, NegativeSizesAreRejectedAndNothingIsWritten) {
   const std::vector<float> x(64, 1.0f);

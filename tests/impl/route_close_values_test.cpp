@@ -20,16 +20,7 @@
 namespace moe::test {
 namespace {
 
-class RouterCloseValues : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    router_ = findRouter(GetParam());
-    ASSERT_NE(router_, nullptr);
-    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
-  }
-  bool probsMode() const { return GetParam().ends_with("-probs"); }
-  const BuiltinRouter* router_ = nullptr;
-};
+class RouterCloseValues : public RouterTest {};
 
 // The kk + 2 best of a row are 1.5 plus steps of `stepUlps` ulps of 1.5, in a shuffled
 // order at random places; the rest are spread below 0.

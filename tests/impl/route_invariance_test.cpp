@@ -20,13 +20,8 @@ bool sameBits(const float* a, const float* b, size_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-class RouterInvariance : public ::testing::TestWithParam<std::string> {
+class RouterInvariance : public RouterTest {
  protected:
-  void SetUp() override {
-    router_ = findRouter(GetParam());
-    ASSERT_NE(router_, nullptr);
-    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
-  }
   // Mixed rows: gaussian logits, some exact ties, masked experts and non-finite rows.
   static std::vector<float> mixedBatch(int32_t tokens, int32_t experts, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -45,7 +40,6 @@ class RouterInvariance : public ::testing::TestWithParam<std::string> {
     }
     return x;
   }
-  const BuiltinRouter* router_ = nullptr;
 };
 
 TEST_P(RouterInvariance, ThreadCountDoesNotChangeABit) {

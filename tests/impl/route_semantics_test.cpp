@@ -19,18 +19,11 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-class RouterSemantics : public ::testing::TestWithParam<std::string> {
+class RouterSemantics : public RouterTest {
  protected:
-  void SetUp() override {
-    router_ = findRouter(GetParam());
-    ASSERT_NE(router_, nullptr);
-    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
-  }
-  bool probsMode() const { return GetParam().ends_with("-probs"); }
   Routed route(int32_t tokens, int32_t experts, int32_t k, const std::vector<float>& x) {
     return routeOrDie(*router_, tokens, experts, k, x);
   }
-  const BuiltinRouter* router_ = nullptr;
 };
 
 // Sweeps E over 1..130 (every tail length for 4-, 8- and 16-lane vectors, one and

@@ -1,5 +1,6 @@
-// The parameter list shared by every per-router suite: each built-in router by name, and a
-// test-name-safe spelling of it (gtest names allow no '-').
+// What every per-router suite shares: the parameter list (each built-in router by name), a
+// test-name-safe spelling of it (gtest names allow no '-'), and the fixture that finds the
+// router and skips, with the reason, where this CPU lacks its ISA.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "moe/routers.hpp"
 
 namespace moe::test {
 
@@ -24,5 +27,16 @@ inline std::string routerTestName(const ::testing::TestParamInfo<std::string>& i
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
+
+class RouterTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    router_ = findRouter(GetParam());
+    ASSERT_NE(router_, nullptr);
+    if (!router_->available()) GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA";
+  }
+  bool probsMode() const { return GetParam().ends_with("-probs"); }
+  const BuiltinRouter* router_ = nullptr;
+};
 
 }  // namespace moe::test
