@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -114,15 +115,6 @@ int runMain(int argc, char** argv) {
 
 }  // namespace
 
-// Anything that escapes (an allocation failure while the command line is set up, say) is
-// a clear message and exit 2, never std::terminate.
 int main(int argc, char** argv) {
-  try {
-    return runMain(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "moe-crash-reproducer: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "moe-crash-reproducer: unexpected error\n");
-  }
-  return 2;
+  return moe::fuzz::guardedMain("moe-crash-reproducer", runMain, argc, argv);
 }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "moe/fuzz/campaign.hpp"
+#include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/vectors.hpp"
 
@@ -214,15 +215,6 @@ int runMain(int argc, char** argv) {
 
 }  // namespace
 
-// Anything that escapes (an allocation failure while the command line is set up, say) is
-// a clear message and exit 2, never std::terminate.
 int main(int argc, char** argv) {
-  try {
-    return runMain(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "moe-oracle: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "moe-oracle: unexpected error\n");
-  }
-  return 2;
+  return moe::fuzz::guardedMain("moe-oracle", runMain, argc, argv);
 }
