@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,20 @@ std::vector<A> vecFromJson(const json& values) {
 
 // "tcId 12 (comment)": the prefix of every failure message, so a failure names its test.
 std::string describe(const json& test);
+
+// An exp for the oracle's ...With functions that returns Lean's exp values in call order,
+// throws when called more often than Lean did, and records its arguments when given
+// somewhere to put them.
+template <class A>
+struct ReplayedExp {
+  const std::vector<A>& values;
+  std::vector<A>* arguments = nullptr;
+  std::size_t next = 0;
+  A operator()(const A& x) {
+    if (next >= values.size()) throw std::out_of_range("exp called more often than Lean did");
+    if (arguments != nullptr) arguments->push_back(x);
+    return values[next++];
+  }
+};
 
 }  // namespace moe::lean

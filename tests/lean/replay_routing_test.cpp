@@ -21,18 +21,6 @@ namespace {
 namespace oracle = moe::oracle;
 namespace certified = moe::oracle::certified;
 
-// An exp that returns Lean's values in call order, and checks that it is called exactly
-// once per logit.
-template <class A>
-struct ReplayedExp {
-  const std::vector<A>& values;
-  std::size_t next = 0;
-  A operator()(const A&) {
-    if (next >= values.size()) throw std::out_of_range("exp called more often than Lean did");
-    return values[next++];
-  }
-};
-
 template <class A>
 void expectSameRouting(const json& t, const std::vector<A>& s, std::size_t k) {
   const std::span<const A> view(s);

@@ -21,19 +21,6 @@ namespace {
 namespace oracle = moe::oracle;
 namespace certified = moe::oracle::certified;
 
-// Returns Lean's exp values in call order and records the arguments it was called with.
-template <class A>
-struct RecordingExp {
-  const std::vector<A>& values;
-  std::vector<A>* arguments;
-  std::size_t next = 0;
-  A operator()(const A& x) {
-    if (next >= values.size()) throw std::out_of_range("exp called more often than Lean did");
-    arguments->push_back(x);
-    return values[next++];
-  }
-};
-
 template <class A>
 void expectBits(const json& t, const char* what, const std::vector<A>& actual,
                 const std::vector<A>& expected) {
@@ -64,7 +51,7 @@ void replaySoftmax(const json& t, std::size_t& enclosures) {
   const A leanMax = scalarFromText<A>(t.at("max"));
   std::vector<A> arguments;
   const auto probs =
-      oracle::softmaxVecSpecWith(std::span<const A>(logits), RecordingExp<A>{leanExps, &arguments});
+      oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
   expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
   // Each exp argument is x_i - m with Lean's m: the oracle's max fold is Lean's maxOfLe.
   std::vector<A> expectedArguments;
@@ -101,11 +88,11 @@ void replayGates(const json& t) {
   const std::size_t k = t.at("k");
   std::vector<A> arguments;
   const auto probs =
-      oracle::softmaxVecSpecWith(std::span<const A>(logits), RecordingExp<A>{leanExps, &arguments});
+      oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
   expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
   arguments.clear();
-  const auto gates = oracle::gatesVecSpecWith(k, std::span<const A>(logits),
-                                              RecordingExp<A>{leanExps, &arguments});
+  const auto gates =
+      oracle::gatesVecSpecWith(k, std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
   expectBits(t, "gates", gates, vecFromJson<A>(t.at("gates")));
   const bool nonFinite = std::any_of(probs.begin(), probs.end(), [](A p) { return std::isnan(p); });
   if (!nonFinite) {
