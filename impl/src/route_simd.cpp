@@ -21,7 +21,10 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "fast_exp-inl.h"
+#include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
+#include "order_keys-inl.h"
 #include "row16-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
@@ -417,36 +420,52 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 }
 
 #if MOE_ROW16
-// Groups of kRow16Group rows through the one-row kernels; the rows they hand back (NaN,
-// infinities, too many candidates, close values or ties) through the per-token path.
-// Inlined into each caller, which then holds one mode's kernels, as when it was written
-// out twice.
+// Groups of kGroup rows through a group kernel, kernel(x, rows, experts, k, ids, gates);
+// the rows it hands back (NaN, infinities, too many candidates, close values or ties)
+// through the per-token path.
+template <bool kProbs, int32_t kGroup = kRow16Group, class GroupKernel>
+HWY_INLINE void GroupedRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                            int32_t* ids, float* gates, GroupKernel kernel) {
+  const D d;
+  Scratch scratch(d, experts, k);
+  for (int64_t t0 = 0; t0 < rows; t0 += kGroup) {
+    const auto group = static_cast<int32_t>(std::min<int64_t>(kGroup, rows - t0));
+    uint32_t left = kernel(logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
+    for (; left != 0; left &= left - 1) {
+      const int64_t t = t0 + __builtin_ctz(left);
+      if constexpr (kProbs) {
+        ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+      } else {
+        LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+      }
+    }
+  }
+}
+
+// Up to 64 experts the token-parallel sorting network (lane_network-inl.h), else the
+// one-row kernels of row16-inl.h. Inlined into each caller, which then holds one mode's
+// kernels.
 template <bool kProbs>
 HWY_INLINE void Row16Rows(const float* logits, int64_t rows, int32_t experts, int32_t k,
                           int32_t* ids, float* gates) {
-  const D d;
-  Scratch scratch(d, experts, k);
+  if (UsesLaneNetwork(experts, std::min(k, experts))) {
+    WithNetworkBlocks(experts, [&](auto vectors) {
+      constexpr int kVectors = decltype(vectors)::value;
+      GroupedRows<kProbs, kNetworkGroup>(logits, rows, experts, k, ids, gates, [](auto... args) {
+        return LaneNetworkGroup<kVectors, kProbs>(args...);
+      });
+    });
+    return;
+  }
   WithRow16Vectors(experts, [&](auto vectors) {
     constexpr int kVectors = decltype(vectors)::value;
-    for (int64_t t0 = 0; t0 < rows; t0 += kRow16Group) {
-      const auto group = static_cast<int32_t>(std::min<int64_t>(kRow16Group, rows - t0));
-      const float* x = logits + t0 * experts;
-      uint32_t left;
+    GroupedRows<kProbs>(logits, rows, experts, k, ids, gates, [](auto... args) {
       if constexpr (kProbs) {
-        left = Row16ProbsGroup<kVectors>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+        return Row16ProbsGroup<kVectors>(args...);
       } else {
-        left = Row16LogitsGroup<kVectors>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+        return Row16LogitsGroup<kVectors>(args...);
       }
-      for (; left != 0; left &= left - 1) {
-        const int64_t t = t0 + __builtin_ctz(left);
-        if constexpr (kProbs) {
-          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-        } else {
-          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
-                           scratch);
-        }
-      }
-    }
+    });
   });
 }
 #endif
@@ -531,6 +550,18 @@ void ExpArray(const float* in, float* out, size_t n) {
   }
 }
 
+#if MOE_FAST_EXP
+// The AVX-512 kernels' own exp (fast_exp-inl.h), element-wise, for its accuracy test.
+void FastExpArray(const float* in, float* out, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, ExpNonPositive(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const auto rest = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, rest, ExpNonPositive(_mm512_maskz_loadu_ps(rest, in + i)));
+  }
+}
+#endif
+
 const char* TargetName() {
   return hwy::TargetName(HWY_TARGET);
 }
@@ -601,6 +632,9 @@ void avx512LogitsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* 
 void avx512Exp(const float* in, float* out, size_t n) {
   N_AVX3::ExpArray(in, out, n);
 }
+void avx512FastExp(const float* in, float* out, size_t n) {
+  N_AVX3::FastExpArray(in, out, n);
+}
 #else
 bool cpuHasAvx512() {
   return false;
@@ -608,6 +642,7 @@ bool cpuHasAvx512() {
 void avx512ProbsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
 void avx512LogitsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
 void avx512Exp(const float*, float*, size_t) {}
+void avx512FastExp(const float*, float*, size_t) {}
 #endif
 
 }  // namespace moe::detail

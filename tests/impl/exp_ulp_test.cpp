@@ -106,6 +106,17 @@ TEST(ExpUlp, HighwayExpAvx512) {
   checkExp("avx512-probs", detail::avx512Exp);
 }
 
+// The AVX-512 kernels' own exp, which those routers (and auto where it dispatches to
+// AVX-512) also apply.
+TEST(ExpUlp, FastExpAvx512) {
+  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  checkExp("avx512-probs", detail::avx512FastExp);
+  checkExp("avx512-logits", detail::avx512FastExp);
+  if (std::string(detail::autoTargetName()).starts_with("AVX3")) {
+    checkExp("auto-probs", detail::avx512FastExp);
+  }
+}
+
 TEST(ExpUlp, HighwayExpDispatched) {
   std::printf("auto dispatches to %s\n", detail::autoTargetName());
   checkExp("auto-probs", detail::autoExp);

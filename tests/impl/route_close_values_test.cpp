@@ -1,8 +1,8 @@
 // Rows of 17..256 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
-// would go wrong (the AVX-512 one-row kernels sort keys with 4 bits of the value cut off
-// and hand ties and close values to the general path). Every router, against the
-// double-precision reference.
+// would go wrong (the AVX-512 kernels sort keys with 4 or 6 bits of the value given over to
+// the expert and hand ties and close values to the general path). Every router, against
+// the double-precision reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +83,31 @@ TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
       row[b] = -0.0f;
       const Routed zeros2 = routeOrDie(*router_, 1, experts, k, row);
       EXPECT_EQ(zeros2.ids[static_cast<size_t>(k - 1)], a);
+    }
+  }
+}
+
+// Two kept values a few ulps apart, the larger at the higher index, at every alignment
+// against the 6 low bits the AVX-512 network's keys give over to the expert's code: keys
+// in one tie zone order by index, not by value, so the kernel must notice and hand over.
+// Probabilities mode needs steps that exp cannot undo (about 1 ulp of error).
+TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
+  const std::vector<int32_t> steps =
+      probsMode() ? std::vector<int32_t>{8, 16, 48} : std::vector<int32_t>{1, 3, 16, 48};
+  for (const int32_t experts : {17, 33, 64}) {
+    for (const int32_t step : steps) {
+      for (int32_t offset = 0; offset < 64; ++offset) {
+        std::vector<float> row(static_cast<size_t>(experts));
+        for (int32_t i = 0; i < experts; ++i) row[static_cast<size_t>(i)] = -4.0f - 0.01f * i;
+        row[16] = 0.0f;
+        row[3] = -0.5f + static_cast<float>(offset) * 0x1p-25f;
+        row[10] = row[3] + static_cast<float>(step) * 0x1p-25f;
+        const Routed out = routeOrDie(*router_, 1, experts, 3, row);
+        const RowReference ref = referenceRow(row.data(), experts, 3, probsMode());
+        SCOPED_TRACE(testing::Message()
+                     << "E=" << experts << " step=" << step << " offset=" << offset);
+        for (int32_t s = 0; s < 3; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+      }
     }
   }
 }

@@ -27,6 +27,9 @@ void autoLogitsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*);
 void avx2Exp(const float* in, float* out, size_t n);
 void avx512Exp(const float* in, float* out, size_t n);
 void autoExp(const float* in, float* out, size_t n);
+// The AVX-512 routing kernels' own exp for x <= 0 (fast_exp-inl.h), which the avx512 and
+// auto routers also apply where those kernels run.
+void avx512FastExp(const float* in, float* out, size_t n);
 // The name of the Highway target autoProbsRows/autoLogitsRows dispatch to.
 const char* autoTargetName();
 

@@ -1,0 +1,366 @@
+// Token-parallel top-kk by a sorting network on order keys, for AVX-512 rows of 17..64
+// experts and kk = min(k, E) in 1..8. Re-included once per Highway target by
+// route_simd.cpp (foreach_target), hence the toggle guard.
+//
+// Sixteen tokens at a time: each row's keys (order_keys-inl.h: the value's high 26 bits
+// and the expert's code, so the key carries its id) are transposed in 16 x 16 blocks so
+// that lane t of key vector e holds token t's key for expert e. From there the selection
+// is lane-wise min/max only, with no shuffles: the keys are sorted in groups of 8
+// (Knuth's 19-comparator network), and sorted groups are merged pairwise keeping the 8
+// best (a lane-wise max against the other group reversed gives the 8 best as a bitonic
+// sequence; three half-cleaner levels sort it). Each merge also keeps the largest key it
+// drops, so the best key left out of the 8 is known.
+//
+// Keys order as the values wherever the values differ above the low 6 bits; where two of
+// the deciding keys share a tie zone (exact ties, +0 and -0, values within 2^-17), or a
+// NaN or +inf is in the row, the token goes to the caller's general path. Probabilities
+// mode transposes the logits instead, takes the maximum, exps (fast_exp-inl.h) and sums
+// lane-wise, and selects on the exps' keys with the zones widened (ContestBottom); it
+// also checks that the kept p fall strictly and the kk-th is normal. A token's lane never mixes
+// with another's, and whether it takes the general path depends on its own values only, so the
+// result is bitwise independent of its batch and of the thread count.
+#if defined(MOE_IMPL_LANE_NETWORK_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MOE_IMPL_LANE_NETWORK_INL_H_
+#undef MOE_IMPL_LANE_NETWORK_INL_H_
+#else
+#define MOE_IMPL_LANE_NETWORK_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "fast_exp-inl.h"
+#include "order_keys-inl.h"
+#include "row16-inl.h"
+#include "topk_select.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace moe::detail {
+namespace HWY_NAMESPACE {
+
+#if MOE_ORDER_KEYS && MOE_FAST_EXP && MOE_ROW16
+#undef MOE_LANE_NETWORK
+#define MOE_LANE_NETWORK 1
+
+inline constexpr int32_t kNetworkGroup = 16;  // tokens per group: one per lane
+inline constexpr int32_t kNetworkKept = 8;    // the network keeps the 8 best
+
+inline bool UsesLaneNetwork(int32_t experts, int32_t kk) {
+  return experts > 16 && experts <= kKeyedMaxExperts && kk >= 1 && kk <= kNetworkKept;
+}
+
+// Compare-exchange: a keeps the larger.
+HWY_INLINE void Exchange(__m512& a, __m512& b) {
+  const __m512 larger = _mm512_max_ps(a, b);
+  b = _mm512_min_ps(a, b);
+  a = larger;
+}
+
+// Rows t of `r` (16 vectors) to columns: lane t of r[j] becomes lane j of r[t]. Four
+// rounds of 16 two-source shuffles.
+HWY_INLINE void Transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+  }
+}
+
+// Sorts 8 key vectors lane-wise, largest first (Knuth's 19-comparator network).
+HWY_INLINE void SortEight(__m512* x) {
+  Exchange(x[0], x[2]);
+  Exchange(x[1], x[3]);
+  Exchange(x[4], x[6]);
+  Exchange(x[5], x[7]);
+  Exchange(x[0], x[4]);
+  Exchange(x[1], x[5]);
+  Exchange(x[2], x[6]);
+  Exchange(x[3], x[7]);
+  Exchange(x[0], x[1]);
+  Exchange(x[2], x[3]);
+  Exchange(x[4], x[5]);
+  Exchange(x[6], x[7]);
+  Exchange(x[2], x[4]);
+  Exchange(x[3], x[5]);
+  Exchange(x[1], x[4]);
+  Exchange(x[3], x[6]);
+  Exchange(x[1], x[2]);
+  Exchange(x[3], x[4]);
+  Exchange(x[5], x[6]);
+}
+
+// a = the 8 best of the sorted a and b, sorted. Returns the best of the other 8.
+HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
+  __m512 rest[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    rest[i] = _mm512_min_ps(a[i], b[7 - i]);
+    a[i] = _mm512_max_ps(a[i], b[7 - i]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) Exchange(a[i], a[i + 4]);
+  Exchange(a[0], a[2]);
+  Exchange(a[1], a[3]);
+  Exchange(a[4], a[6]);
+  Exchange(a[5], a[7]);
+  Exchange(a[0], a[1]);
+  Exchange(a[2], a[3]);
+  Exchange(a[4], a[5]);
+  Exchange(a[6], a[7]);
+  // A tree, not a chain: the merges' latency overlaps.
+  return _mm512_max_ps(
+      _mm512_max_ps(_mm512_max_ps(rest[0], rest[1]), _mm512_max_ps(rest[2], rest[3])),
+      _mm512_max_ps(_mm512_max_ps(rest[4], rest[5]), _mm512_max_ps(rest[6], rest[7])));
+}
+
+// a / b, with 1 / b (correctly rounded) given: one division serves a whole column. The
+// quotient q = a * (1 / b) is within 1 ulp, its remainder a - q b is exact (one FMA), and
+// q + remainder * (1 / b) is then the correctly rounded a / b (Markstein's theorem), as
+// VDIVPS would give, for normal operands and quotient; below that it stays within an ulp.
+HWY_INLINE __m512 DivideWithReciprocal(__m512 a, __m512 b, __m512 reciprocalB) {
+  const __m512 q = _mm512_mul_ps(a, reciprocalB);
+  return _mm512_fmadd_ps(_mm512_fnmadd_ps(q, b, a), reciprocalB, q);
+}
+
+// Routes `rows` (<= 16) rows of R 16-lane vectors each; returns the rows not written
+// (bit i: row i) for the general path.
+template <int R, bool kProbs>
+HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t experts, int32_t k,
+                                     int32_t* ids, float* gates) {
+  constexpr int G = kNetworkGroup;
+  const int32_t kk = std::min(k, experts);
+  uint32_t left = 0;
+  // Row t's 16 logits of block b, from memory; lanes past E read -inf.
+  const auto loadBlock = [&](int t, int b) {
+    const float* row = x + int64_t{std::min(t, rows - 1)} * experts;  // padding rows: the last
+    return 16 * (b + 1) <= experts
+               ? _mm512_loadu_ps(row + 16 * b)
+               : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
+                                      RealLanes(experts, b), row + 16 * b);
+  };
+  // Probabilities mode: the exps, expert e's in exps[e] (lane t: row t), and their sums.
+  alignas(64) float exps[16 * R][G];
+  __m512 total = _mm512_setzero_ps();
+  if constexpr (kProbs) {
+    // The logits transposed, made finite as for keys: NaN and +inf become FLT_MAX, so a
+    // row holding one has FLT_MAX as its maximum; -inf becomes -FLT_MAX, whose exp is 0
+    // as that of -inf, and -0 becomes +0, which gives the same x - max.
+    __m512 logit[16 * R];
+#pragma GCC unroll 4
+    for (int b = 0; b < R; ++b) {
+      __m512 block[16];
+#pragma GCC unroll 16
+      for (int t = 0; t < G; ++t) block[t] = FiniteForKeys(loadBlock(t, b));
+      Transpose16(block);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) logit[16 * b + j] = block[j];
+    }
+    // A tree, not a chain, for the maximum and the sum: their latency sits between the
+    // loads and the network.
+    __m512 partial[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) partial[j] = logit[j];
+#pragma GCC unroll 64
+    for (int e = 16; e < 16 * R; ++e) partial[e % 16] = _mm512_max_ps(partial[e % 16], logit[e]);
+#pragma GCC unroll 4
+    for (int width = 8; width >= 1; width /= 2) {
+#pragma GCC unroll 8
+      for (int j = 0; j < width; ++j) partial[j] = _mm512_max_ps(partial[j], partial[j + width]);
+    }
+    const __m512 max = partial[0];
+    // NaN, +inf or only -inf: the spec's p are all NaN; the general path writes the row.
+    const float big = std::numeric_limits<float>::max();
+    left |= _mm512_cmp_ps_mask(max, ZoneBottom(_mm512_set1_ps(big)), _CMP_GE_OQ) |
+            _mm512_cmp_ps_mask(max, _mm512_set1_ps(-big), _CMP_LE_OQ);
+#pragma GCC unroll 64
+    for (int e = 0; e < 16 * R; ++e) {
+      const __m512 ex = ExpNonPositive(_mm512_sub_ps(logit[e], max));
+      _mm512_store_ps(exps[e], ex);
+      // Eight partial sums, experts e = j mod 8, then a fixed tree.
+      partial[e % 8] = e < 8 ? ex : _mm512_add_ps(partial[e % 8], ex);
+    }
+#pragma GCC unroll 4
+    for (int width = 4; width >= 1; width /= 2) {
+#pragma GCC unroll 4
+      for (int j = 0; j < width; ++j) partial[j] = _mm512_add_ps(partial[j], partial[j + width]);
+    }
+    total = partial[0];
+  }
+
+  // Per 16-expert block: the 16 rows' keys (transposed), sorted in two groups of 8 and
+  // merged; then the blocks' best 8 are merged. Block by block, so that a block's keys
+  // stay in registers.
+  __m512 best[R][kNetworkKept];
+  __m512 blockDropped[R];
+#pragma GCC unroll 4
+  for (int b = 0; b < R; ++b) {
+    __m512 block[16];
+    if constexpr (kProbs) {
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) {  // exps are +0 or more: no fix-up
+        block[j] = KeysOfExpert(_mm512_load_ps(exps[16 * b + j]), 16 * b + j);
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int t = 0; t < G; ++t) block[t] = KeysOf(FiniteForKeys(loadBlock(t, b)), b);
+      Transpose16(block);
+    }
+    SortEight(block);
+    SortEight(block + 8);
+    blockDropped[b] = MergeBestEight(block, block + 8);
+#pragma GCC unroll 8
+    for (int s = 0; s < kNetworkKept; ++s) best[b][s] = block[s];
+  }
+  __m512* key = best[0];            // the 8 best keys of every lane, best first
+  __m512 others = blockDropped[0];  // the best key not among them
+  if constexpr (R == 2) {
+    others = _mm512_max_ps(_mm512_max_ps(others, blockDropped[1]), MergeBestEight(key, best[1]));
+  } else if constexpr (R == 3) {
+    const __m512 d01 = MergeBestEight(key, best[1]);
+    others = _mm512_max_ps(
+        _mm512_max_ps(others, blockDropped[1]),
+        _mm512_max_ps(_mm512_max_ps(blockDropped[2], d01), MergeBestEight(key, best[2])));
+  } else {
+    static_assert(R == 4, "17..64 experts");
+    const __m512 d01 = MergeBestEight(key, best[1]);
+    const __m512 d23 = MergeBestEight(best[2], best[3]);
+    others = _mm512_max_ps(_mm512_max_ps(_mm512_max_ps(others, blockDropped[1]),
+                                         _mm512_max_ps(blockDropped[2], blockDropped[3])),
+                           _mm512_max_ps(_mm512_max_ps(d01, d23), MergeBestEight(key, best[2])));
+  }
+  if constexpr (!kProbs) {
+    // A NaN or +inf logit has a key in FLT_MAX's tie zone (FiniteForKeys), so the row's
+    // best does: the general path writes it (so it does a row whose best is FLT_MAX).
+    left |= _mm512_cmp_ps_mask(
+        key[0], ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  }
+  const __m512 firstLeftOut = kk < kNetworkKept ? key[kk] : others;
+
+  // Lanes whose decision a tie zone touches.
+  const __m512 bottom = ContestBottom<kProbs>(key[kk - 1]);
+  __mmask16 bad = _mm512_cmp_ps_mask(firstLeftOut, bottom, _CMP_GE_OQ);
+  __m512i id[kNetworkKept];
+  __m512 value[kNetworkKept];
+  const __m512i lastId = _mm512_set1_epi32(experts - 1);
+  // Where lane t's kept values are: its row of x (padding lanes re-read the last row), or
+  // its lane of exps.
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
+                                              _mm512_set1_epi32(experts));
+#pragma GCC unroll 8
+  for (int s = 0; s < kNetworkKept; ++s) {
+    if (s >= kk) break;
+    if constexpr (!kProbs) {
+      if (s + 1 < kk) {
+        bad |= _mm512_testn_epi32_mask(
+            _mm512_xor_si512(_mm512_castps_si512(key[s]), _mm512_castps_si512(key[s + 1])),
+            _mm512_set1_epi32(~kCodeMask));
+      }
+    }
+    // Ids in range even for flagged rows: the gather reads only the row.
+    id[s] = _mm512_min_epi32(IdsOfKeys(key[s]), lastId);
+    value[s] = kProbs ? _mm512_i32gather_ps(_mm512_add_epi32(_mm512_slli_epi32(id[s], 4), lane),
+                                            &exps[0][0], 4)
+                      : _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
+  }
+
+  __m512 gate[kNetworkKept];
+  if constexpr (kProbs) {
+    const __m512 perTotal = _mm512_div_ps(_mm512_set1_ps(1.0f), total);
+    __m512 keptSum = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int s = 0; s < kNetworkKept; ++s) {
+      if (s >= kk) break;
+      gate[s] = DivideWithReciprocal(value[s], total, perTotal);  // p
+      keptSum = _mm512_add_ps(keptSum, gate[s]);
+      // Kept p must fall strictly (the spec orders equal p by index), and the kk-th must be
+      // normal for the margin argument.
+      if (s > 0) bad |= _mm512_cmp_ps_mask(gate[s - 1], gate[s], _CMP_NGT_UQ);
+      if (s == kk - 1) bad |= _mm512_cmp_ps_mask(gate[s], _mm512_set1_ps(0x1p-125f), _CMP_NGE_UQ);
+    }
+    const __m512 perKeptSum = _mm512_div_ps(_mm512_set1_ps(1.0f), keptSum);
+#pragma GCC unroll 8
+    for (int s = 0; s < kNetworkKept; ++s) {
+      if (s >= kk) break;
+      gate[s] = DivideWithReciprocal(gate[s], keptSum, perKeptSum);
+    }
+  } else {
+    __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int s = 0; s < kNetworkKept; ++s) {
+      if (s >= kk) break;
+      gate[s] = ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
+      sum = _mm512_add_ps(sum, gate[s]);
+    }
+    const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+#pragma GCC unroll 8
+    for (int s = 0; s < kNetworkKept; ++s) {
+      if (s >= kk) break;
+      gate[s] = DivideWithReciprocal(gate[s], sum, perSum);
+    }
+  }
+  left |= bad;
+
+  // Back to rows: row t's gates in lanes 0..7, its ids in lanes 8..15.
+  __m512 out[16];
+#pragma GCC unroll 8
+  for (int s = 0; s < kNetworkKept; ++s) {
+    out[s] = s < kk ? gate[s] : _mm512_setzero_ps();
+    out[8 + s] = s < kk ? _mm512_castsi512_ps(id[s]) : _mm512_setzero_ps();
+  }
+  Transpose16(out);
+  for (int32_t t = 0; t < rows; ++t) {
+    if ((left >> t) & 1) continue;
+    StoreKept(k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
+              _mm512_castps512_ps256(out[t]), ids + int64_t{t} * k, gates + int64_t{t} * k);
+  }
+  return left & ((1u << rows) - 1u);  // padding rows are never written
+}
+
+// Calls fn with std::integral_constant<int, R>: the 16-expert blocks of a row, R * 16 >= E.
+template <class Fn>
+HWY_INLINE void WithNetworkBlocks(int32_t experts, Fn fn) {
+  if (experts <= 32) {
+    fn(std::integral_constant<int, 2>());
+  } else if (experts <= 48) {
+    fn(std::integral_constant<int, 3>());
+  } else {
+    fn(std::integral_constant<int, 4>());
+  }
+}
+
+#else
+#undef MOE_LANE_NETWORK
+#define MOE_LANE_NETWORK 0
+#endif  // AVX-512 targets
+
+}  // namespace HWY_NAMESPACE
+}  // namespace moe::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle

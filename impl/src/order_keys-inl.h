@@ -1,0 +1,93 @@
+// Order keys for the AVX-512 routing kernels: a value and its expert in one float, for
+// rows of up to 64 experts. Re-included once per Highway target by route_simd.cpp, hence
+// the toggle guard.
+//
+// A key is a value (-0 made +0, -inf made -FLT_MAX, +inf and NaN made FLT_MAX) with its
+// low 6 bits replaced by the expert's code, 63 - expert. Compared as floats, keys order as
+// the values do wherever those differ above the low 6 bits, no two keys of a row are
+// equal, and a kept key carries its expert's id. Values that agree above the low 6 bits
+// (exact ties, +0 and -0, values within 2^-17 relative) share a "tie zone"; where a tie
+// zone touches a decision, the kernel hands the row to the general path, which breaks
+// ties to the lower index.
+#if defined(MOE_IMPL_ORDER_KEYS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MOE_IMPL_ORDER_KEYS_INL_H_
+#undef MOE_IMPL_ORDER_KEYS_INL_H_
+#else
+#define MOE_IMPL_ORDER_KEYS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <limits>
+
+HWY_BEFORE_NAMESPACE();
+namespace moe::detail {
+namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#undef MOE_ORDER_KEYS
+#define MOE_ORDER_KEYS 1
+
+inline constexpr int32_t kKeyedMaxExperts = 64;  // six code bits
+
+inline constexpr int32_t kCodeMask = 63;
+
+// -0 to +0 (they tie), -inf to -FLT_MAX (a key of an infinity would be a NaN), +inf and
+// NaN to FLT_MAX: keys are ordered numbers in every row, and a row with a NaN or +inf has
+// its best key in FLT_MAX's tie zone, where the general path takes over. One
+// VFIXUPIMMPS; the table's nibble c is the response to class c: QNaN, SNaN, zero, +1,
+// -inf, +inf, negative, positive -> +MAX, +MAX, +0, src, -MAX, +MAX, src, src.
+HWY_INLINE __m512 FiniteForKeys(__m512 v) {
+  return _mm512_fixupimm_ps(v, v, _mm512_set1_epi32(0x11EF18EE), 0);
+}
+
+// Keys of a row's vector r: lane i is expert 16 r + i, code 63 - (16 r + i).
+HWY_INLINE __m512 KeysOf(__m512 finite, int r) {
+  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i code = _mm512_sub_epi32(_mm512_set1_epi32(kCodeMask - 16 * r), iota);
+  // Bitwise select: the high 26 bits from the value, the low 6 from the code.
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_set1_epi32(~kCodeMask),
+                                                       _mm512_castps_si512(finite), code, 0xCA));
+}
+
+// Keys of one expert's values (token-parallel layout: the lanes are rows).
+HWY_INLINE __m512 KeysOfExpert(__m512 finite, int expert) {
+  return _mm512_castsi512_ps(
+      _mm512_ternarylogic_epi32(_mm512_set1_epi32(~kCodeMask), _mm512_castps_si512(finite),
+                                _mm512_set1_epi32(kCodeMask - expert), 0xCA));
+}
+
+HWY_INLINE __m512i IdsOfKeys(__m512 keys) {
+  return _mm512_andnot_si512(_mm512_castps_si512(keys), _mm512_set1_epi32(kCodeMask));
+}
+
+// The least key of `key`'s tie zone: code bits cleared where the sign is +, set where -.
+HWY_INLINE __m512 ZoneBottom(__m512 key) {
+  const __m512i bits = _mm512_castps_si512(key);
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_set1_epi32(kCodeMask),
+                                                       _mm512_srai_epi32(bits, 31), bits, 0xCA));
+}
+
+// The least key a competitor of `key` may have and still matter: its own tie zone's in
+// logits mode. In probabilities mode the keys are exps and selection is on p = exp / sum,
+// which division rounds monotonically but may round two exps onto one p (a tie the spec
+// breaks by index): every exp within the factor 1 - 2^-21 below may matter. Below that,
+// an exp's p is strictly below `key`'s whenever that p is normal (the exact quotients then
+// differ by more than twice binary32's relative rounding error), which the kernel checks.
+template <bool kProbs>
+HWY_INLINE __m512 ContestBottom(__m512 key) {
+  if constexpr (!kProbs) return ZoneBottom(key);
+  return ZoneBottom(_mm512_mul_ps(ZoneBottom(key), _mm512_set1_ps(1.0f - 0x1p-21f)));
+}
+
+#else
+#undef MOE_ORDER_KEYS
+#define MOE_ORDER_KEYS 0
+#endif  // AVX-512 targets
+
+}  // namespace HWY_NAMESPACE
+}  // namespace moe::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle
