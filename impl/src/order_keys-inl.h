@@ -33,6 +33,12 @@ inline constexpr int32_t kKeyedMaxExperts = 64;  // six code bits
 
 inline constexpr int32_t kCodeMask = 63;
 
+// Bitwise: where `mask` has a 1, the bit of `ones`, else that of `zeros`. One VPTERNLOGD
+// whose destination is `ones`, the operand that dies here (the mask constant lives on).
+HWY_INLINE __m512 SelectBits(__m512i ones, __m512i mask, __m512i zeros) {
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(ones, mask, zeros, 0xE2));
+}
+
 // -0 to +0 (they tie), -inf to -FLT_MAX (a key of an infinity would be a NaN), +inf and
 // NaN to FLT_MAX: keys are ordered numbers in every row, and a row with a NaN or +inf has
 // its best key in FLT_MAX's tie zone, where the general path takes over. One
@@ -46,16 +52,14 @@ HWY_INLINE __m512 FiniteForKeys(__m512 v) {
 HWY_INLINE __m512 KeysOf(__m512 finite, int r) {
   const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i code = _mm512_sub_epi32(_mm512_set1_epi32(kCodeMask - 16 * r), iota);
-  // Bitwise select: the high 26 bits from the value, the low 6 from the code.
-  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_set1_epi32(~kCodeMask),
-                                                       _mm512_castps_si512(finite), code, 0xCA));
+  // The high 26 bits from the value, the low 6 from the code.
+  return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask), code);
 }
 
 // Keys of one expert's values (token-parallel layout: the lanes are rows).
 HWY_INLINE __m512 KeysOfExpert(__m512 finite, int expert) {
-  return _mm512_castsi512_ps(
-      _mm512_ternarylogic_epi32(_mm512_set1_epi32(~kCodeMask), _mm512_castps_si512(finite),
-                                _mm512_set1_epi32(kCodeMask - expert), 0xCA));
+  return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask),
+                    _mm512_set1_epi32(kCodeMask - expert));
 }
 
 HWY_INLINE __m512i IdsOfKeys(__m512 keys) {
@@ -65,8 +69,7 @@ HWY_INLINE __m512i IdsOfKeys(__m512 keys) {
 // The least key of `key`'s tie zone: code bits cleared where the sign is +, set where -.
 HWY_INLINE __m512 ZoneBottom(__m512 key) {
   const __m512i bits = _mm512_castps_si512(key);
-  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_set1_epi32(kCodeMask),
-                                                       _mm512_srai_epi32(bits, 31), bits, 0xCA));
+  return SelectBits(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(kCodeMask), bits);
 }
 
 // The least key a competitor of `key` may have and still matter: its own tie zone's in
