@@ -259,7 +259,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     left |= _mm512_cmp_ps_mask(
         key[0], ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
   }
-  const __m512 firstLeftOut = kk < kNetworkKept ? key[kk] : others;
+  const __m512 firstLeftOut = kk < kNetworkKept ? key[std::min(kk, kNetworkKept - 1)] : others;
 
   // Lanes whose decision a tie zone touches.
   const __m512 bottom = ContestBottom<kProbs>(key[kk - 1]);
@@ -276,7 +276,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   for (int s = 0; s < kNetworkKept; ++s) {
     if (s >= kk) break;
     if constexpr (!kProbs) {
-      if (s + 1 < kk) {
+      if (s + 1 < kk && s + 1 < kNetworkKept) {
         bad |= _mm512_testn_epi32_mask(
             _mm512_xor_si512(_mm512_castps_si512(key[s]), _mm512_castps_si512(key[s + 1])),
             _mm512_set1_epi32(~kCodeMask));
