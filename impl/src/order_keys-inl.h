@@ -3,12 +3,12 @@
 // the toggle guard.
 //
 // A key is a value (-0 made +0, -inf made -FLT_MAX, +inf and NaN made FLT_MAX) with its
-// low 6 bits replaced by the expert's code, 63 - expert. Compared as floats, keys order as
-// the values do wherever those differ above the low 6 bits, no two keys of a row are
-// equal, and a kept key carries its expert's id. Values that agree above the low 6 bits
-// (exact ties, +0 and -0, values within 2^-17 relative) share a "tie zone"; where a tie
-// zone touches a decision, the kernel hands the row to the general path, which breaks
-// ties to the lower index.
+// low 6 (or 8) bits replaced by the expert's code, 63 - expert (or 255 - expert).
+// Compared as floats, keys order as the values do wherever those differ above the code
+// bits, no two keys of a row are equal, and a kept key carries its expert's id. Values
+// that agree above the code bits (exact ties, +0 and -0, values within 2^-17, or 2^-15,
+// relative) share a "tie zone"; where a tie zone touches a decision, the kernel hands the
+// row to the general path, which breaks ties to the lower index.
 #if defined(MOE_IMPL_ORDER_KEYS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_ORDER_KEYS_INL_H_
 #undef MOE_IMPL_ORDER_KEYS_INL_H_
@@ -29,10 +29,6 @@ namespace HWY_NAMESPACE {
 #undef MOE_ORDER_KEYS
 #define MOE_ORDER_KEYS 1
 
-inline constexpr int32_t kKeyedMaxExperts = 64;  // six code bits
-
-inline constexpr int32_t kCodeMask = 63;
-
 // Bitwise: where `mask` has a 1, the bit of `ones`, else that of `zeros`. One VPTERNLOGD
 // whose destination is `ones`, the operand that dies here (the mask constant lives on).
 HWY_INLINE __m512 SelectBits(__m512i ones, __m512i mask, __m512i zeros) {
@@ -48,41 +44,55 @@ HWY_INLINE __m512 FiniteForKeys(__m512 v) {
   return _mm512_fixupimm_ps(v, v, _mm512_set1_epi32(0x11EF18EE), 0);
 }
 
-// Keys of a row's vector r: lane i is expert 16 r + i, code 63 - (16 r + i).
-HWY_INLINE __m512 KeysOf(__m512 finite, int r) {
-  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i code = _mm512_sub_epi32(_mm512_set1_epi32(kCodeMask - 16 * r), iota);
-  // The high 26 bits from the value, the low 6 from the code.
-  return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask), code);
-}
+// Keys whose low kCodeBits bits hold the expert's code, for rows of up to 2^kCodeBits
+// experts: 6 bits up to 64 experts (tie zones of 2^-17 relative), 8 up to 256 (2^-15).
+template <int kCodeBits>
+struct OrderKeys {
+  static constexpr int32_t kCodeMask = (1 << kCodeBits) - 1;
+  static constexpr int32_t kMaxExperts = 1 << kCodeBits;
 
-// Keys of one expert's values (token-parallel layout: the lanes are rows).
-HWY_INLINE __m512 KeysOfExpert(__m512 finite, int expert) {
-  return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask),
-                    _mm512_set1_epi32(kCodeMask - expert));
-}
+  // Keys of a row's vector r: lane i is expert 16 r + i, code kCodeMask - (16 r + i).
+  static HWY_INLINE __m512 OfRowVector(__m512 finite, int r) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i code = _mm512_sub_epi32(_mm512_set1_epi32(kCodeMask - 16 * r), iota);
+    return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask), code);
+  }
 
-HWY_INLINE __m512i IdsOfKeys(__m512 keys) {
-  return _mm512_andnot_si512(_mm512_castps_si512(keys), _mm512_set1_epi32(kCodeMask));
-}
+  // Keys of one expert's values (token-parallel layout: the lanes are rows).
+  static HWY_INLINE __m512 OfExpert(__m512 finite, int expert) {
+    return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask),
+                      _mm512_set1_epi32(kCodeMask - expert));
+  }
 
-// The least key of `key`'s tie zone: code bits cleared where the sign is +, set where -.
-HWY_INLINE __m512 ZoneBottom(__m512 key) {
-  const __m512i bits = _mm512_castps_si512(key);
-  return SelectBits(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(kCodeMask), bits);
-}
+  static HWY_INLINE __m512i Ids(__m512 keys) {
+    return _mm512_andnot_si512(_mm512_castps_si512(keys), _mm512_set1_epi32(kCodeMask));
+  }
 
-// The least key a competitor of `key` may have and still matter: its own tie zone's in
-// logits mode. In probabilities mode the keys are exps and selection is on p = exp / sum,
-// which division rounds monotonically but may round two exps onto one p (a tie the spec
-// breaks by index): every exp within the factor 1 - 2^-21 below may matter. Below that,
-// an exp's p is strictly below `key`'s whenever that p is normal (the exact quotients then
-// differ by more than twice binary32's relative rounding error), which the kernel checks.
-template <bool kProbs>
-HWY_INLINE __m512 ContestBottom(__m512 key) {
-  if constexpr (!kProbs) return ZoneBottom(key);
-  return ZoneBottom(_mm512_mul_ps(ZoneBottom(key), _mm512_set1_ps(1.0f - 0x1p-21f)));
-}
+  // The least key of `key`'s tie zone: code bits cleared where the sign is +, set where -.
+  static HWY_INLINE __m512 ZoneBottom(__m512 key) {
+    const __m512i bits = _mm512_castps_si512(key);
+    return SelectBits(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(kCodeMask), bits);
+  }
+
+  // Whether two keys share a tie zone, lane by lane.
+  static HWY_INLINE __mmask16 SameZone(__m512 a, __m512 b) {
+    return _mm512_testn_epi32_mask(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)),
+                                   _mm512_set1_epi32(~kCodeMask));
+  }
+
+  // The least key a competitor of `key` may have and still matter: its own tie zone's in
+  // logits mode. In probabilities mode the keys are exps and selection is on p = exp / sum,
+  // which division rounds monotonically but may round two exps onto one p (a tie the spec
+  // breaks by index): every exp within the factor 1 - 2^-21 below may matter. Below that,
+  // an exp's p is strictly below `key`'s whenever that p is normal (the exact quotients
+  // then differ by more than twice binary32's relative rounding error), which the kernel
+  // checks.
+  template <bool kProbs>
+  static HWY_INLINE __m512 ContestBottom(__m512 key) {
+    if constexpr (!kProbs) return ZoneBottom(key);
+    return ZoneBottom(_mm512_mul_ps(ZoneBottom(key), _mm512_set1_ps(1.0f - 0x1p-21f)));
+  }
+};
 
 #else
 #undef MOE_ORDER_KEYS
