@@ -28,20 +28,20 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 #include "fast_exp-inl.h"
 #include "order_keys-inl.h"
-#include "row16-inl.h"
 #include "topk_select.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace moe::detail {
 namespace HWY_NAMESPACE {
 
-#if MOE_ORDER_KEYS && MOE_FAST_EXP && MOE_ROW16
+#if MOE_ORDER_KEYS && MOE_FAST_EXP
 #undef MOE_LANE_NETWORK
 #define MOE_LANE_NETWORK 1
 
@@ -52,6 +52,21 @@ inline constexpr int32_t kNetworkMaxExperts = 256;
 
 inline bool UsesLaneNetwork(int32_t experts, int32_t kk) {
   return experts > 16 && experts <= kNetworkMaxExperts && kk >= 1 && kk <= kNetworkKept;
+}
+
+// The real lanes of a row's block b: experts 16 b + lane < E.
+HWY_INLINE __mmask16 RealLanes(int32_t experts, int b) {
+  const int32_t n = std::clamp(experts - 16 * b, 0, 16);
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+}
+
+// Writes a row's first kk ids and gates and empties the rest.
+HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m256i keptIds, __m256 keptGates, int32_t* ids,
+                          float* gates) {
+  const auto first = static_cast<__mmask8>((1u << kk) - 1u);
+  _mm256_mask_storeu_epi32(ids, first, keptIds);
+  _mm256_mask_storeu_ps(gates, first, keptGates);
+  clearEmptySlots(k, kk, ids, gates);
 }
 
 // Compare-exchange: a keeps the larger.

@@ -25,7 +25,6 @@
 #include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
 #include "order_keys-inl.h"
-#include "row16-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
 
@@ -419,62 +418,40 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
   return false;
 }
 
-#if MOE_ROW16
-// Groups of kGroup rows through a group kernel, kernel(x, rows, experts, k, ids, gates);
-// the rows it hands back (NaN, infinities, too many candidates, close values or ties)
-// through the per-token path.
-template <bool kProbs, int32_t kGroup = kRow16Group, class GroupKernel>
-HWY_INLINE void GroupedRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
-                            int32_t* ids, float* gates, GroupKernel kernel) {
+#if MOE_LANE_NETWORK
+// Groups of kNetworkGroup rows through the lane network (lane_network-inl.h); the rows it
+// hands back (NaN, +inf, a tie zone at a decision) through the per-token path. Inlined
+// into each caller, which then holds one mode's kernels.
+template <bool kProbs>
+HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                            int32_t* ids, float* gates) {
   const D d;
   Scratch scratch(d, experts, k);
-  for (int64_t t0 = 0; t0 < rows; t0 += kGroup) {
-    const auto group = static_cast<int32_t>(std::min<int64_t>(kGroup, rows - t0));
-    uint32_t left = kernel(logits + t0 * experts, group, experts, k, ids + t0 * k, gates + t0 * k);
-    for (; left != 0; left &= left - 1) {
-      const int64_t t = t0 + __builtin_ctz(left);
-      if constexpr (kProbs) {
-        ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-      } else {
-        LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+  WithNetworkBlocks(experts, [&](auto blocks) {
+    constexpr int kBlocks = decltype(blocks)::value;
+    for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+      const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
+      uint32_t left = LaneNetworkGroup<kBlocks, kProbs>(logits + t0 * experts, group, experts, k,
+                                                        ids + t0 * k, gates + t0 * k);
+      for (; left != 0; left &= left - 1) {
+        const int64_t t = t0 + __builtin_ctz(left);
+        if constexpr (kProbs) {
+          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+        } else {
+          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
+                           scratch);
+        }
       }
     }
-  }
-}
-
-// Up to 64 experts the token-parallel sorting network (lane_network-inl.h), else the
-// one-row kernels of row16-inl.h. Inlined into each caller, which then holds one mode's
-// kernels.
-template <bool kProbs>
-HWY_INLINE void Row16Rows(const float* logits, int64_t rows, int32_t experts, int32_t k,
-                          int32_t* ids, float* gates) {
-  if (UsesLaneNetwork(experts, std::min(k, experts))) {
-    WithNetworkBlocks(experts, [&](auto vectors) {
-      constexpr int kVectors = decltype(vectors)::value;
-      GroupedRows<kProbs, kNetworkGroup>(logits, rows, experts, k, ids, gates, [](auto... args) {
-        return LaneNetworkGroup<kVectors, kProbs>(args...);
-      });
-    });
-    return;
-  }
-  WithRow16Vectors(experts, [&](auto vectors) {
-    constexpr int kVectors = decltype(vectors)::value;
-    GroupedRows<kProbs>(logits, rows, experts, k, ids, gates, [](auto... args) {
-      if constexpr (kProbs) {
-        return Row16ProbsGroup<kVectors>(args...);
-      } else {
-        return Row16LogitsGroup<kVectors>(args...);
-      }
-    });
   });
 }
 #endif
 
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
-#if MOE_ROW16
-  if (UsesRow16(experts, std::min(k, experts))) {
-    Row16Rows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
+#if MOE_LANE_NETWORK
+  if (UsesLaneNetwork(experts, std::min(k, experts))) {
+    NetworkRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
     return;
   }
 #endif
@@ -496,9 +473,9 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
 // Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
-#if MOE_ROW16
-  if (UsesRow16(experts, std::min(k, experts))) {
-    Row16Rows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
+#if MOE_LANE_NETWORK
+  if (UsesLaneNetwork(experts, std::min(k, experts))) {
+    NetworkRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
     return;
   }
 #endif
