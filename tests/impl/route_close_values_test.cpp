@@ -88,25 +88,32 @@ TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
 }
 
 // Two kept values a few ulps apart, the larger at the higher index, at every alignment
-// against the 6 low bits the AVX-512 network's keys give over to the expert's code: keys
-// in one tie zone order by index, not by value, so the kernel must notice and hand over.
-// Probabilities mode needs steps that exp cannot undo (about 1 ulp of error).
+// against the low bits (6 up to 64 experts, 8 beyond) the AVX-512 network's keys give over
+// to the expert's code: keys in one tie zone order by index, not by value, so the kernel
+// must notice and hand over. Probabilities mode needs steps that exp cannot undo (about
+// 1 ulp of error).
 TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
   const std::vector<int32_t> steps =
-      probsMode() ? std::vector<int32_t>{8, 16, 48} : std::vector<int32_t>{1, 3, 16, 48};
-  for (const int32_t experts : {17, 33, 64}) {
+      probsMode() ? std::vector<int32_t>{8, 16, 48, 200} : std::vector<int32_t>{1, 3, 16, 48, 200};
+  for (const int32_t experts : {17, 33, 64, 100, 256}) {
+    const int32_t alignments = experts <= 64 ? 64 : 256;
     for (const int32_t step : steps) {
-      for (int32_t offset = 0; offset < 64; ++offset) {
-        std::vector<float> row(static_cast<size_t>(experts));
-        for (int32_t i = 0; i < experts; ++i) row[static_cast<size_t>(i)] = -4.0f - 0.01f * i;
-        row[16] = 0.0f;
-        row[3] = -0.5f + static_cast<float>(offset) * 0x1p-25f;
-        row[10] = row[3] + static_cast<float>(step) * 0x1p-25f;
-        const Routed out = routeOrDie(*router_, 1, experts, 3, row);
-        const RowReference ref = referenceRow(row.data(), experts, 3, probsMode());
-        SCOPED_TRACE(testing::Message()
-                     << "E=" << experts << " step=" << step << " offset=" << offset);
-        for (int32_t s = 0; s < 3; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+      for (int32_t offset = 0; offset < alignments; ++offset) {
+        // Both ways round: within a zone, negative keys favour the higher index.
+        for (const bool higherIndexLarger : {true, false}) {
+          std::vector<float> row(static_cast<size_t>(experts));
+          for (int32_t i = 0; i < experts; ++i) row[static_cast<size_t>(i)] = -4.0f - 0.01f * i;
+          row[16] = 0.0f;
+          const size_t smaller = higherIndexLarger ? 3 : 10;
+          const size_t larger = higherIndexLarger ? 10 : 3;
+          row[smaller] = -0.5f + static_cast<float>(offset) * 0x1p-25f;
+          row[larger] = row[smaller] + static_cast<float>(step) * 0x1p-25f;
+          const Routed out = routeOrDie(*router_, 1, experts, 3, row);
+          const RowReference ref = referenceRow(row.data(), experts, 3, probsMode());
+          SCOPED_TRACE(testing::Message() << "E=" << experts << " step=" << step
+                                          << " offset=" << offset << " larger=" << larger);
+          for (int32_t s = 0; s < 3; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+        }
       }
     }
   }
