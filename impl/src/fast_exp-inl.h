@@ -32,8 +32,10 @@ HWY_INLINE __m512 ExpNonPositive(__m512 x) {
   // Below -104 exp rounds to 0 (it already does from -103.98); the clamp keeps -inf out
   // of the reduction. This operand order returns x when x is NaN.
   const __m512 clamped = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(0x1.715476p+0f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // q = x / ln 2 rounded to an integer: adding 1.5 * 2^23 leaves no fraction bits.
+  const __m512 shifter = _mm512_set1_ps(0x1.8p23f);
+  const __m512 q =
+      _mm512_sub_ps(_mm512_fmadd_ps(clamped, _mm512_set1_ps(0x1.715476p+0f), shifter), shifter);
   const float ln2Hi = 0x1.62e4p-1f;     // 0.693145751953125, 16 significant bits
   const float ln2Lo = 0x1.7f7d1cp-20f;  // ln 2 - ln2Hi
   __m512 s = _mm512_fmadd_ps(q, _mm512_set1_ps(-ln2Hi), clamped);
