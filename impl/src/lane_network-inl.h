@@ -1,24 +1,26 @@
-// Token-parallel top-kk by a sorting network on order keys, for AVX-512 rows of 17..64
+// Token-parallel top-kk by a sorting network on order keys, for AVX-512 rows of 17..256
 // experts and kk = min(k, E) in 1..8. Re-included once per Highway target by
 // route_simd.cpp (foreach_target), hence the toggle guard.
 //
-// Sixteen tokens at a time: each row's keys (order_keys-inl.h: the value's high 26 bits
-// and the expert's code, so the key carries its id) are transposed in 16 x 16 blocks so
-// that lane t of key vector e holds token t's key for expert e. From there the selection
-// is lane-wise min/max only, with no shuffles: the keys are sorted in groups of 8
-// (Knuth's 19-comparator network), and sorted groups are merged pairwise keeping the 8
-// best (a lane-wise max against the other group reversed gives the 8 best as a bitonic
-// sequence; three half-cleaner levels sort it). Each merge also keeps the largest key it
-// drops, so the best key left out of the 8 is known.
+// Sixteen tokens at a time: each row's keys (order_keys-inl.h: the value's high bits and
+// the expert's code, so a key carries its id) are transposed in 16 x 16 blocks so that
+// lane t of key vector e holds token t's key for expert e. From there the selection is
+// lane-wise min/max only, with no shuffles: a block's 16 key vectors are sorted in two
+// groups of 8 (Knuth's 19-comparator network), the groups merged keeping the 8 best (a
+// lane-wise max against the other group reversed gives the 8 best as a bitonic sequence;
+// three half-cleaner levels sort it), and the block merged the same way into the best 8
+// so far. Each merge also keeps the largest key it drops, so the best key left out is
+// known.
 //
-// Keys order as the values wherever the values differ above the low 6 bits; where two of
-// the deciding keys share a tie zone (exact ties, +0 and -0, values within 2^-17), or a
-// NaN or +inf is in the row, the token goes to the caller's general path. Probabilities
-// mode transposes the logits instead, takes the maximum, exps (fast_exp-inl.h) and sums
-// lane-wise, and selects on the exps' keys with the zones widened (ContestBottom); it
-// also checks that the kept p fall strictly and the kk-th is normal. A token's lane never mixes
-// with another's, and whether it takes the general path depends on its own values only, so the
-// result is bitwise independent of its batch and of the thread count.
+// Keys order as the values wherever the values differ above the code bits (6 up to 64
+// experts, 8 beyond); where two of the deciding keys share a tie zone (exact ties, +0 and
+// -0, values within 2^-17 or 2^-15), or a NaN or +inf is in the row, the token goes to
+// the caller's general path. Probabilities mode transposes the logits instead, takes the
+// maximum, exps (fast_exp-inl.h) and sums lane-wise, and selects on the exps' keys with
+// the zones widened (ContestBottom); it also checks that the kept p fall strictly and the
+// kk-th is normal. A token's lane never mixes with another's, and whether it takes the
+// general path depends on its own values only, so the result is bitwise independent of
+// its batch and of the thread count.
 #if defined(MOE_IMPL_LANE_NETWORK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_LANE_NETWORK_INL_H_
 #undef MOE_IMPL_LANE_NETWORK_INL_H_
