@@ -191,55 +191,6 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
                                       RealLanes(experts, b), row + 16 * b);
   };
-  // Probabilities mode: the exps, expert e's in exps[e] (lane t: row t), and their sums.
-  alignas(64) float exps[16 * R][G];
-  __m512 total = _mm512_setzero_ps();
-  if constexpr (kProbs) {
-    // The logits transposed, made finite as for keys: NaN and +inf become FLT_MAX, so a
-    // row holding one has FLT_MAX as its maximum; -inf becomes -FLT_MAX, whose exp is 0
-    // as that of -inf, and -0 becomes +0, which gives the same x - max.
-    __m512 logit[16 * R];
-#pragma GCC unroll 4
-    for (int b = 0; b < R; ++b) {
-      __m512 block[16];
-#pragma GCC unroll 16
-      for (int t = 0; t < G; ++t) block[t] = FiniteForKeys(loadBlock(t, b));
-      Transpose16(block);
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) logit[16 * b + j] = block[j];
-    }
-    // A tree, not a chain, for the maximum and the sum: their latency sits between the
-    // loads and the network.
-    __m512 partial[16];
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) partial[j] = logit[j];
-#pragma GCC unroll 64
-    for (int e = 16; e < 16 * R; ++e) partial[e % 16] = _mm512_max_ps(partial[e % 16], logit[e]);
-#pragma GCC unroll 4
-    for (int width = 8; width >= 1; width /= 2) {
-#pragma GCC unroll 8
-      for (int j = 0; j < width; ++j) partial[j] = _mm512_max_ps(partial[j], partial[j + width]);
-    }
-    const __m512 max = partial[0];
-    // NaN, +inf or only -inf: the spec's p are all NaN; the general path writes the row.
-    const float big = std::numeric_limits<float>::max();
-    left |= _mm512_cmp_ps_mask(max, Keys::ZoneBottom(_mm512_set1_ps(big)), _CMP_GE_OQ) |
-            _mm512_cmp_ps_mask(max, _mm512_set1_ps(-big), _CMP_LE_OQ);
-#pragma GCC unroll 64
-    for (int e = 0; e < 16 * R; ++e) {
-      const __m512 ex = ExpNonPositive(_mm512_sub_ps(logit[e], max));
-      _mm512_store_ps(exps[e], ex);
-      // Eight partial sums, experts e = j mod 8, then a fixed tree.
-      partial[e % 8] = e < 8 ? ex : _mm512_add_ps(partial[e % 8], ex);
-    }
-#pragma GCC unroll 4
-    for (int width = 4; width >= 1; width /= 2) {
-#pragma GCC unroll 4
-      for (int j = 0; j < width; ++j) partial[j] = _mm512_add_ps(partial[j], partial[j + width]);
-    }
-    total = partial[0];
-  }
-
   // Per 16-expert block: the 16 rows' keys (transposed), sorted in two groups of 8 and
   // merged, then merged into the best 8 so far. Block by block, so that only a block's
   // keys and the best 8 are live.
@@ -248,16 +199,9 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
 #pragma GCC unroll 4
   for (int b = 0; b < R; ++b) {
     __m512 block[16];
-    if constexpr (kProbs) {
 #pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {  // exps are +0 or more: no fix-up
-        block[j] = Keys::OfExpert(_mm512_load_ps(exps[16 * b + j]), 16 * b + j);
-      }
-    } else {
-#pragma GCC unroll 16
-      for (int t = 0; t < G; ++t) block[t] = Keys::OfRowVector(FiniteForKeys(loadBlock(t, b)), b);
-      Transpose16(block);
-    }
+    for (int t = 0; t < G; ++t) block[t] = Keys::OfRowVector(FiniteForKeys(loadBlock(t, b)), b);
+    Transpose16(block);
     SortEight(block);
     SortEight(block + 8);
     const __m512 dropped = MergeBestEight(block, block + 8);
@@ -269,75 +213,73 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
       others = _mm512_max_ps(_mm512_max_ps(others, dropped), MergeBestEight(key, block));
     }
   }
-  if constexpr (!kProbs) {
-    // A NaN or +inf logit has a key in FLT_MAX's tie zone (FiniteForKeys), so the row's
-    // best does: the general path writes it (so it does a row whose best is FLT_MAX).
-    left |= _mm512_cmp_ps_mask(
-        key[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
-  }
-  const __m512 firstLeftOut = kk < kNetworkKept ? key[std::min(kk, kNetworkKept - 1)] : others;
+  // A NaN or +inf logit has a key in FLT_MAX's tie zone (FiniteForKeys), so the row's best
+  // does: the general path writes it (so it does a row whose best is FLT_MAX). Rows of
+  // only -inf tie at -FLT_MAX, which the zone checks below send there too.
+  left |= _mm512_cmp_ps_mask(
+      key[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  const int32_t last = std::clamp(kk, 1, kNetworkKept) - 1;  // the kk-th slot (kk >= 1)
+  const __m512 firstLeftOut =
+      kk < kNetworkKept ? key[std::min(last + 1, kNetworkKept - 1)] : others;
 
-  // Lanes whose decision a tie zone touches.
-  const __m512 bottom = Keys::template ContestBottom<kProbs>(key[kk - 1]);
-  __mmask16 bad = _mm512_cmp_ps_mask(firstLeftOut, bottom, _CMP_GE_OQ);
+  // The kept values, gathered from the rows by id (padding lanes re-read the last row;
+  // ids stay in range even for rows handed back), and exp(kept - best).
   __m512i id[kNetworkKept];
   __m512 value[kNetworkKept];
+  __m512 gate[kNetworkKept];
   const __m512i lastId = _mm512_set1_epi32(experts - 1);
-  // Where lane t's kept values are: its row of x (padding lanes re-read the last row), or
-  // its lane of exps.
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
                                               _mm512_set1_epi32(experts));
+  __m512 sum = _mm512_setzero_ps();
 #pragma GCC unroll 8
   for (int s = 0; s < kNetworkKept; ++s) {
     if (s >= kk) break;
-    if constexpr (!kProbs) {
-      if (s + 1 < kk && s + 1 < kNetworkKept) {
-        bad |= Keys::SameZone(key[s], key[s + 1]);
-      }
-    }
-    // Ids in range even for flagged rows: the gather reads only the row.
     id[s] = _mm512_min_epi32(Keys::Ids(key[s]), lastId);
-    value[s] = kProbs ? _mm512_i32gather_ps(_mm512_add_epi32(_mm512_slli_epi32(id[s], 4), lane),
-                                            &exps[0][0], 4)
-                      : _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
+    value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
+    // exp(best - best) = 1 exactly, as ExpNonPositive(0) also gives.
+    gate[s] = s == 0 ? _mm512_set1_ps(1.0f) : ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
+    sum = _mm512_add_ps(sum, gate[s]);
   }
 
-  __m512 gate[kNetworkKept];
-  if constexpr (kProbs) {
-    const __m512 perTotal = _mm512_div_ps(_mm512_set1_ps(1.0f), total);
-    __m512 keptSum = _mm512_setzero_ps();
+  // Lanes whose decision is not settled by the keys: the general path takes them.
+  __mmask16 bad;
+  if constexpr (!kProbs) {
+    // The kk-th kept and the best left out, or two kept neighbours, in one tie zone.
+    bad = _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(key[last]), _CMP_GE_OQ);
 #pragma GCC unroll 8
-    for (int s = 0; s < kNetworkKept; ++s) {
-      if (s >= kk) break;
-      gate[s] = DivideWithReciprocal(value[s], total, perTotal);  // p
-      keptSum = _mm512_add_ps(keptSum, gate[s]);
-      // Kept p must fall strictly (the spec orders equal p by index), and the kk-th must be
-      // normal for the margin argument.
-      if (s > 0) bad |= _mm512_cmp_ps_mask(gate[s - 1], gate[s], _CMP_NGT_UQ);
-      if (s == kk - 1) bad |= _mm512_cmp_ps_mask(gate[s], _mm512_set1_ps(0x1p-125f), _CMP_NGE_UQ);
-    }
-    const __m512 perKeptSum = _mm512_div_ps(_mm512_set1_ps(1.0f), keptSum);
-#pragma GCC unroll 8
-    for (int s = 0; s < kNetworkKept; ++s) {
-      if (s >= kk) break;
-      gate[s] = DivideWithReciprocal(gate[s], keptSum, perKeptSum);
+    for (int s = 0; s + 1 < kNetworkKept; ++s) {
+      if (s + 1 >= kk) break;
+      bad |= Keys::SameZone(key[s], key[s + 1]);
     }
   } else {
-    __m512 sum = _mm512_setzero_ps();
+    // Probabilities mode selects on p = e / S, e = exp(x - max), with S the sum of every
+    // e: the same order as the logits', except where exp or the division by S rounds two
+    // experts onto one p, a tie the spec breaks by index. The kept e (the best's is 1, so
+    // they are exact for the spec's max) must therefore fall by more than the factor
+    // 1 - 2^-19, and every e left out must lie that far below the kk-th: beyond it two p
+    // differ by more than twice binary32's relative rounding error, whenever the kk-th p is
+    // normal. S lies in [1, E <= 2^8], so a kk-th e of at least 2^-116 gives p >= 2^-124.
+    // S itself cancels from the gates (p / sum of kept p = e / sum of kept e), so it is
+    // never formed. Every logit left out is at most the top of the best left-out key's tie
+    // zone, and exp is increasing up to its 1.06 ulp, inside the margin.
+    const __m512 shrink = _mm512_set1_ps(1.0f - 0x1p-19f);
+    const __m512 leftOutTop = Keys::ZoneTop(firstLeftOut);
+    const __m512 leftOutExp =
+        ExpNonPositive(_mm512_min_ps(_mm512_sub_ps(leftOutTop, value[0]), _mm512_setzero_ps()));
+    bad = _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[last], shrink), _CMP_NLT_UQ);
+    bad |= _mm512_cmp_ps_mask(gate[last], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
 #pragma GCC unroll 8
-    for (int s = 0; s < kNetworkKept; ++s) {
-      if (s >= kk) break;
-      // exp(best - best) = 1 exactly, as ExpNonPositive(0) also gives.
-      gate[s] = s == 0 ? _mm512_set1_ps(1.0f) : ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
-      sum = _mm512_add_ps(sum, gate[s]);
+    for (int s = 0; s + 1 < kNetworkKept; ++s) {
+      if (s + 1 >= kk) break;
+      bad |= _mm512_cmp_ps_mask(gate[s + 1], _mm512_mul_ps(gate[s], shrink), _CMP_NLT_UQ);
     }
-    const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  }
+  const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
 #pragma GCC unroll 8
-    for (int s = 0; s < kNetworkKept; ++s) {
-      if (s >= kk) break;
-      gate[s] = DivideWithReciprocal(gate[s], sum, perSum);
-    }
+  for (int s = 0; s < kNetworkKept; ++s) {
+    if (s >= kk) break;
+    gate[s] = DivideWithReciprocal(gate[s], sum, perSum);
   }
   left |= bad;
 

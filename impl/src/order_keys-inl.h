@@ -74,23 +74,18 @@ struct OrderKeys {
     return SelectBits(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(kCodeMask), bits);
   }
 
+  // The greatest value in `key`'s tie zone: code bits set where the sign is +, cleared
+  // where - (keys of finite values: the top of FLT_MAX's zone is still finite).
+  static HWY_INLINE __m512 ZoneTop(__m512 key) {
+    const __m512i bits = _mm512_castps_si512(key);
+    const __m512i notSign = _mm512_srai_epi32(_mm512_xor_si512(bits, _mm512_set1_epi32(-1)), 31);
+    return SelectBits(notSign, _mm512_set1_epi32(kCodeMask), bits);
+  }
+
   // Whether two keys share a tie zone, lane by lane.
   static HWY_INLINE __mmask16 SameZone(__m512 a, __m512 b) {
     return _mm512_testn_epi32_mask(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)),
                                    _mm512_set1_epi32(~kCodeMask));
-  }
-
-  // The least key a competitor of `key` may have and still matter: its own tie zone's in
-  // logits mode. In probabilities mode the keys are exps and selection is on p = exp / sum,
-  // which division rounds monotonically but may round two exps onto one p (a tie the spec
-  // breaks by index): every exp within the factor 1 - 2^-21 below may matter. Below that,
-  // an exp's p is strictly below `key`'s whenever that p is normal (the exact quotients
-  // then differ by more than twice binary32's relative rounding error), which the kernel
-  // checks.
-  template <bool kProbs>
-  static HWY_INLINE __m512 ContestBottom(__m512 key) {
-    if constexpr (!kProbs) return ZoneBottom(key);
-    return ZoneBottom(_mm512_mul_ps(ZoneBottom(key), _mm512_set1_ps(1.0f - 0x1p-21f)));
   }
 };
 
