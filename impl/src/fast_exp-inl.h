@@ -1,6 +1,6 @@
-// exp(x) for the arguments softmax gives it, x = logit - max <= 0, on AVX-512 in 14
-// vector operations (Highway's general Exp takes about 30: it measured 20 cycles a
-// vector here, the routing kernels' largest single cost in probabilities mode).
+// exp(x) for the arguments softmax gives it, x = logit - max <= 0, on AVX-512 in 13
+// vector operations (Highway's general Exp takes about 30 and measured 20 cycles a vector
+// here; the lane network takes eight per 16 tokens).
 // Re-included once per Highway target by route_simd.cpp, hence the toggle guard.
 //
 // Method (Cody and Waite's reduction, Taylor's series): q = round(x / ln 2), s = x - q ln 2

@@ -15,12 +15,12 @@
 // Keys order as the values wherever the values differ above the code bits (6 up to 64
 // experts, 8 beyond); where two of the deciding keys share a tie zone (exact ties, +0 and
 // -0, values within 2^-17 or 2^-15), or a NaN or +inf is in the row, the token goes to
-// the caller's general path. Probabilities mode transposes the logits instead, takes the
-// maximum, exps (fast_exp-inl.h) and sums lane-wise, and selects on the exps' keys with
-// the zones widened (ContestBottom); it also checks that the kept p fall strictly and the
-// kk-th is normal. A token's lane never mixes with another's, and whether it takes the
-// general path depends on its own values only, so the result is bitwise independent of
-// its batch and of the thread count.
+// the caller's general path. Probabilities mode selects on the same keys (p orders as the
+// logits do) and checks, on the kept values' exps, the margins past which the spec's
+// rounded p cannot tie (LaneNetworkGroup says why); the sum of every exp cancels from the
+// gates and is never formed. A token's lane never mixes with another's, and whether it
+// takes the general path depends on its own values only, so the result is bitwise
+// independent of its batch and of the thread count.
 #if defined(MOE_IMPL_LANE_NETWORK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_LANE_NETWORK_INL_H_
 #undef MOE_IMPL_LANE_NETWORK_INL_H_
