@@ -7,7 +7,9 @@
 // check), top-k on the logits, then k exponentials, a lane-wise sum and k divisions.
 // Summation orders depend only on E, k and the target, so a token's result is bitwise
 // independent of its batch. Top-k: the fast path below, else SelectTopKVector, else
-// (k > kInsertionTopKMax) partial_sort.
+// (k > kInsertionTopKMax) partial_sort. On AVX-512, 17 <= E <= 256 with k <= 8 goes to
+// the token-parallel sorting network (lane_network-inl.h), and other small shapes to the
+// token-parallel lists (token_lanes-inl.h); both hand their undecided rows to the above.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
