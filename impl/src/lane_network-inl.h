@@ -50,7 +50,7 @@ namespace HWY_NAMESPACE {
 inline constexpr int32_t kNetworkGroup = 16;  // tokens per group: one per lane
 inline constexpr int32_t kNetworkKept = 8;    // the network keeps the 8 best
 
-inline constexpr int32_t kNetworkMaxExperts = 256;
+inline constexpr int32_t kNetworkMaxExperts = OrderKeys<8>::kMaxExperts;  // 256
 
 inline bool UsesLaneNetwork(int32_t experts, int32_t kk) {
   return experts > 16 && experts <= kNetworkMaxExperts && kk >= 1 && kk <= kNetworkKept;

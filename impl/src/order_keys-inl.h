@@ -19,7 +19,6 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
-#include <limits>
 
 HWY_BEFORE_NAMESPACE();
 namespace moe::detail {
@@ -56,12 +55,6 @@ struct OrderKeys {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i code = _mm512_sub_epi32(_mm512_set1_epi32(kCodeMask - 16 * r), iota);
     return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask), code);
-  }
-
-  // Keys of one expert's values (token-parallel layout: the lanes are rows).
-  static HWY_INLINE __m512 OfExpert(__m512 finite, int expert) {
-    return SelectBits(_mm512_castps_si512(finite), _mm512_set1_epi32(~kCodeMask),
-                      _mm512_set1_epi32(kCodeMask - expert));
   }
 
   static HWY_INLINE __m512i Ids(__m512 keys) {

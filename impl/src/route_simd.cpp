@@ -26,7 +26,6 @@
 #include "fast_exp-inl.h"
 #include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
-#include "order_keys-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
 
