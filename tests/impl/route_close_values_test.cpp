@@ -1,6 +1,6 @@
 // Rows of 17..256 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
-// would go wrong (the AVX-512 kernels sort keys with 4 or 6 bits of the value given over to
+// would go wrong (the AVX-512 kernels sort keys with 6 or 8 bits of the value given over to
 // the expert and hand ties and close values to the general path). Every router, against
 // the double-precision reference.
 #include <gtest/gtest.h>
