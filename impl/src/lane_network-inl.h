@@ -3,8 +3,8 @@
 // route_simd.cpp (foreach_target), hence the toggle guard.
 //
 // Sixteen tokens at a time: each row's keys (order_keys-inl.h: the value's high bits and
-// the expert's code, so a key carries its id) are transposed in 16 x 16 blocks so that
-// lane t of key vector e holds token t's key for expert e. From there the selection is
+// the expert's code, so a key carries its id) are moved in 16 x 16 blocks so that lane t
+// of every key vector holds one of token t's keys. From there the selection is
 // lane-wise min/max only, with no shuffles: a block's 16 key vectors are sorted in two
 // groups of 8 (Knuth's 19-comparator network), the groups merged keeping the 8 best (a
 // lane-wise max against the other group reversed gives the 8 best as a bitonic sequence;
@@ -110,6 +110,35 @@ HWY_INLINE void Transpose16(__m512 (&r)[16]) {
   }
 }
 
+// Rows t of `r` (16 vectors) to lanes: lane t of the result holds row t's 16 keys, each
+// in some vector. The network needs no more (a key carries its id), and that is cheaper
+// than a transpose: per lane bit b, of two vectors whose rows differ in bit b, the lanes
+// already right stay by a blend and the others cross by one two-source permute, so half
+// the operations are blends, which need not wait for the one shuffle port (E = 64, k = 8:
+// 22.9 -> 20.6 ns a token against Transpose16).
+HWY_INLINE void GatherRowsToLanes(__m512 (&r)[16]) {
+  // Per bit b: lanes that take b's vector in the blend, and the crossing permute (lane l
+  // takes lane l ^ 2^b of a, or of b where l has the bit: index 16 + ...).
+  constexpr __mmask16 kFromB[4] = {0xAAAA, 0xCCCC, 0xF0F0, 0xFF00};
+  const __m512i cross[4] = {
+      _mm512_set_epi32(30, 15, 28, 13, 26, 11, 24, 9, 22, 7, 20, 5, 18, 3, 16, 1),
+      _mm512_set_epi32(29, 28, 15, 14, 25, 24, 11, 10, 21, 20, 7, 6, 17, 16, 3, 2),
+      _mm512_set_epi32(27, 26, 25, 24, 15, 14, 13, 12, 19, 18, 17, 16, 7, 6, 5, 4),
+      _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8)};
+#pragma GCC unroll 4
+  for (int bit = 0; bit < 4; ++bit) {
+    const int s = 1 << bit;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      if ((i & s) != 0) continue;
+      const __m512 a = r[i];
+      const __m512 b = r[i + s];
+      r[i] = _mm512_mask_blend_ps(kFromB[bit], a, b);
+      r[i + s] = _mm512_permutex2var_ps(a, cross[bit], b);
+    }
+  }
+}
+
 // Sorts 8 key vectors lane-wise, largest first (Knuth's 19-comparator network).
 HWY_INLINE void SortEight(__m512* x) {
   Exchange(x[0], x[2]);
@@ -191,7 +220,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
                                       RealLanes(experts, b), row + 16 * b);
   };
-  // Per 16-expert block: the 16 rows' keys (transposed), sorted in two groups of 8 and
+  // Per 16-expert block: the 16 rows' keys (moved to their lanes), sorted in two groups of 8 and
   // merged, then merged into the best 8 so far. Block by block, so that only a block's
   // keys and the best 8 are live.
   __m512 key[kNetworkKept];  // the 8 best keys of every lane, best first
@@ -201,7 +230,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     __m512 block[16];
 #pragma GCC unroll 16
     for (int t = 0; t < G; ++t) block[t] = Keys::OfRowVector(FiniteForKeys(loadBlock(t, b)), b);
-    Transpose16(block);
+    GatherRowsToLanes(block);
     SortEight(block);
     SortEight(block + 8);
     const __m512 dropped = MergeBestEight(block, block + 8);
