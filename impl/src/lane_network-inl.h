@@ -266,13 +266,11 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     if (s >= kk) break;
     id[s] = _mm512_min_epi32(Keys::Ids(key[s]), lastId);
     value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
-    // exp(best - best) = 1 exactly, as ExpNonPositive(0) also gives.
-    gate[s] = s == 0 ? _mm512_set1_ps(1.0f) : ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
-    sum = _mm512_add_ps(sum, gate[s]);
   }
 
-  // Lanes whose decision is not settled by the keys: the general path takes them.
-  __mmask16 bad;
+  // Lanes whose decision is not settled by the keys: the general path takes them. What
+  // needs only the keys comes before the exps, which wait for the gathers.
+  __mmask16 bad = 0;
   if constexpr (!kProbs) {
     // The kk-th kept and the best left out, or two kept neighbours, in one tie zone.
     bad = _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(key[last]), _CMP_GE_OQ);
@@ -281,7 +279,15 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
       if (s + 1 >= kk) break;
       bad |= Keys::SameZone(key[s], key[s + 1]);
     }
-  } else {
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < kNetworkKept; ++s) {
+    if (s >= kk) break;
+    // exp(best - best) = 1 exactly, as ExpNonPositive(0) also gives.
+    gate[s] = s == 0 ? _mm512_set1_ps(1.0f) : ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
+    sum = _mm512_add_ps(sum, gate[s]);
+  }
+  if constexpr (kProbs) {
     // Probabilities mode selects on p = e / S, e = exp(x - max), with S the sum of every
     // e: the same order as the logits', except where exp or the division by S rounds two
     // experts onto one p, a tie the spec breaks by index. The kept e (the best's is 1, so
@@ -296,7 +302,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     const __m512 leftOutTop = Keys::ZoneTop(firstLeftOut);
     const __m512 leftOutExp =
         ExpNonPositive(_mm512_min_ps(_mm512_sub_ps(leftOutTop, value[0]), _mm512_setzero_ps()));
-    bad = _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[last], shrink), _CMP_NLT_UQ);
+    bad |= _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[last], shrink), _CMP_NLT_UQ);
     bad |= _mm512_cmp_ps_mask(gate[last], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
 #pragma GCC unroll 8
     for (int s = 0; s + 1 < kNetworkKept; ++s) {
