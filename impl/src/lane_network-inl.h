@@ -220,9 +220,9 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
                                       RealLanes(experts, b), row + 16 * b);
   };
-  // Per 16-expert block: the 16 rows' keys (moved to their lanes), sorted in two groups of 8 and
-  // merged, then merged into the best 8 so far. Block by block, so that only a block's
-  // keys and the best 8 are live.
+  // Per 16-expert block: the 16 rows' keys (moved to their lanes), sorted in two groups
+  // of 8 and merged, then merged into the best 8 so far. Block by block, so that only a
+  // block's keys and the best 8 are live.
   __m512 key[kNetworkKept];  // the 8 best keys of every lane, best first
   __m512 others;             // the best key not among them
 #pragma GCC unroll 4
