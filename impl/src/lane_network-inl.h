@@ -205,13 +205,21 @@ HWY_INLINE __m512 DivideWithReciprocal(__m512 a, __m512 b, __m512 reciprocalB) {
 }
 
 // Routes `rows` (<= 16) rows of R 16-lane vectors each; returns the rows not written
-// (bit i: row i) for the general path.
-template <int R, bool kProbs>
+// (bit i: row i) for the general path. kFull: 16 rows of exactly 16 R experts, the common
+// case, whose loads are then at constant offsets from `x`. A runtime row length wants a
+// register per row, more than there are: the spilled row addresses, their reloads and the
+// masked-load branches were a third of the group's instructions (E = 64, k = 8, rows in
+// L2: 17.3 -> 16.2 ns a token).
+template <int R, bool kProbs, bool kFull>
 HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t experts, int32_t k,
                                      int32_t* ids, float* gates) {
   constexpr int G = kNetworkGroup;
   using Keys = OrderKeys<(R <= 4 ? 6 : 8)>;  // the code bits E needs
   static_assert(16 * R <= Keys::kMaxExperts, "one code per expert");
+  if constexpr (kFull) {
+    rows = G;
+    experts = 16 * R;
+  }
   const int32_t kk = std::min(k, experts);
   uint32_t left = 0;
   // Row t's 16 logits of block b, from memory; lanes past E read -inf.
@@ -327,6 +335,15 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   }
   left |= bad;
 
+  // The next group's lines of ids and gates, so that its stores find them in L1: rows out
+  // of L3 otherwise wait on the stores' line fills (E = 64, k = 8: 20.2 -> 19.4 ns a
+  // token). As for the rows, past the end does not fault; addresses formed as integers.
+  const uint64_t groupBytes = sizeof(float) * G * uint64_t(k);
+  for (uint64_t at = groupBytes; at < 2 * groupBytes; at += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(ids) + at), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(gates) + at),
+                 _MM_HINT_T0);
+  }
   // Back to rows: row t's gates in lanes 0..7, its ids in lanes 8..15.
   __m512 out[16];
 #pragma GCC unroll 8

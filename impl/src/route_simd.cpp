@@ -432,8 +432,12 @@ HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, 
     constexpr int kBlocks = decltype(blocks)::value;
     for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
       const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-      uint32_t left = LaneNetworkGroup<kBlocks, kProbs>(logits + t0 * experts, group, experts, k,
-                                                        ids + t0 * k, gates + t0 * k);
+      uint32_t left =
+          group == kNetworkGroup && experts == 16 * kBlocks
+              ? LaneNetworkGroup<kBlocks, kProbs, true>(logits + t0 * experts, group, experts, k,
+                                                        ids + t0 * k, gates + t0 * k)
+              : LaneNetworkGroup<kBlocks, kProbs, false>(logits + t0 * experts, group, experts, k,
+                                                         ids + t0 * k, gates + t0 * k);
       for (; left != 0; left &= left - 1) {
         const int64_t t = t0 + __builtin_ctz(left);
         if constexpr (kProbs) {
