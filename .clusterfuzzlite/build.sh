@@ -58,7 +58,10 @@ mkdir -p "$OUT/lib"
 for t in "${known[@]}"; do
   cp "$WORK/build/bin/$t" "$OUT/$t"
   dict=$repo/fuzz/dict/$t.dict
-  [[ -f $dict ]] || dict=$(ls "$repo"/fuzz/dict/*.dict 2>/dev/null | head -1 || true)
+  if [[ ! -f $dict ]]; then
+    dicts=("$repo"/fuzz/dict/*.dict)   # sorted; the pattern itself when none matches
+    dict=${dicts[0]}
+  fi
   if [[ -n $dict && -f $dict ]]; then
     cp "$dict" "$OUT/$t.dict"
   fi

@@ -65,8 +65,8 @@ def build(state, *, interrupted):
     targets = []
     for s in state["plan"]:
         if s.startswith("libfuzzer:") and s in state["steps"]:
-            t = {k: v for k, v in state["steps"][s].items() if k not in ("artifacts",
-                                                                       "work_corpus")}
+            t = {k: v for k, v in state["steps"][s].items()
+                 if k not in ("artifacts", "work_corpus")}
             targets.append(t)
     verdicts = {k: sum(r.get("verdicts", {}).get(k, 0) for r in routers) for k in VERDICT_KINDS}
     violations = _dedup_violations(state)
