@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "moe/fuzz/shapes.hpp"
+
 namespace moe::fuzz {
 
-// Shape limits of the generator (issue 4): E in [1, 1024], k in [0, E+1], T in [1, 64].
+// Shape limits of the byte decoder (the libFuzzer targets): E in [1, 1024], k in [0, E+1],
+// T in [1, 64]. The campaign's drawCase goes much further (shapes.hpp).
 inline constexpr int32_t kMaxExperts = 1024;
 inline constexpr int32_t kMaxTokens = 64;
 // tokens * experts is capped so that one case stays cheap (a libFuzzer exec, a campaign
@@ -82,6 +85,10 @@ class SeededSource final : public ByteSource {
 // (<= 1024) narrows E for throughput runs (MOE_FUZZ_MAX_EXPERTS in the targets).
 Case decodeCase(ByteSource& source, int32_t maxExperts = kMaxExperts);
 Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts = kMaxExperts);
+// The campaign's generator (`moe-oracle fuzz`): the same adversarial logits as the
+// decoder, at shapes drawn from `space` (up to E = 4,096, T = 65,536, 2^24 logits; docs/fuzz.md
+// "Shapes"). Every case lies inside the space.
+Case drawCase(ByteSource& source, const ShapeSpace& space);
 // Bytes that decode to exactly `c` (used by the structure-keeping custom mutator).
 std::vector<uint8_t> encodeCase(const Case& c);
 
