@@ -34,6 +34,14 @@
  *                        of that set and g_spec32 the binary32 evaluation of the spec
  *     "nonfinite_rows":  a sentence: what the router outputs for rows holding NaN, +inf
  *                        or only -inf logits (never an out-of-range or repeated id).
+ *     "tie_order":       "lowest-index" (exactly equal scores go to the lower index, as the
+ *                        spec says; the default) or "any" (no order among equal scores,
+ *                        as torch.topk and std::sort-based kernels)
+ *     "shapes":          {"experts": [...], "k": [...], "max_tokens": N}: the shapes the
+ *                        kernel supports (numbers or ranges such as "1-64"); the fuzzer
+ *                        draws only those. Elsewhere the kernel returns
+ *                        MOE_ROUTE_EUNSUPPORTED, which is an abstention, never a finding.
+ *   Any other key is an error: the fuzzer refuses the contract and names the nearest key.
  */
 #ifndef MOE_ROUTE_ABI_H
 #define MOE_ROUTE_ABI_H
@@ -48,7 +56,7 @@ extern "C" {
 #define MOE_ROUTE_EBADSIZE 1     /* a negative tokens, experts or k (or threads) */
 #define MOE_ROUTE_ENULL 2        /* a NULL pointer where data is needed */
 #define MOE_ROUTE_EOVERFLOW 3    /* sizes whose byte counts overflow */
-#define MOE_ROUTE_EUNSUPPORTED 4 /* this CPU lacks the router's instruction set */
+#define MOE_ROUTE_EUNSUPPORTED 4 /* this kernel does not support this CPU or this shape */
 #define MOE_ROUTE_EINTERNAL 5    /* out of memory or a thread could not start */
 
 int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,

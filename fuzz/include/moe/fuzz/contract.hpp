@@ -2,13 +2,29 @@
 // moe_route_v1_contract gets the defaults below; absent fields get them too.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "moe/fuzz/shapes.hpp"
 
 namespace moe::fuzz {
 
 enum class SelectsOn { kLogits, kProbabilities };
 enum class SlotOrder { kRank, kAny };
+// Which expert wins an exact tie: the spec's lower index, or any (torch.topk and
+// std::sort-based kernels promise no order among equal values).
+enum class TieOrder { kLowestIndex, kAny };
+const char* tieOrderName(TieOrder t);
+// "lowest-index" | "any"; throws std::invalid_argument naming `what` otherwise.
+TieOrder parseTieOrder(std::string_view text, std::string_view what);
+
+// The shapes a kernel supports ("shapes" in the contract); empty sets: any.
+struct SupportedShapes {
+  IntSet experts, k;
+  int64_t maxTokens = 0;  // 0: any
+  bool any() const { return experts.empty() && k.empty() && maxTokens == 0; }
+};
 
 // |g - exact| <= spec32Factor * |g_spec32 - exact| + ulp * ulp32(exact) (+ the verdict's
 // analytic floor, docs/fuzz.md "Gate budget").
@@ -27,10 +43,13 @@ struct Contract {
   double expMaxUlp = 1.0;  // c in the probability budget (docs/fuzz.md)
   GateBudget gateBudget;
   std::string nonfiniteRows;
+  TieOrder tieOrder = TieOrder::kLowestIndex;
+  SupportedShapes shapes;
 };
 
 // Parses the contract text; absent fields keep their defaults. Throws std::invalid_argument
-// with the reason on text that is not a JSON object or on a field of the wrong type/value.
+// with the reason on text that is not a JSON object, on an unknown key (naming the nearest
+// known one), or on a field of the wrong type or out of its range.
 Contract parseContract(std::string_view json);
 std::string contractToJSON(const Contract& c);
 
