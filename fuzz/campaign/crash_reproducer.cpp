@@ -48,10 +48,10 @@ std::vector<uint8_t> readBytes(const std::string& path) {
 std::optional<std::string> reproduceOn(const Router& router, const Case& c,
                                        const std::string& input, const std::string& outDir,
                                        const std::string& wantSignature) {
-  LevelCounters levels;
-  CaseResult result = judgeCase(router, c, VerdictConfig{}, levels);
+  Judge judge;
+  CaseResult result = judge.run(router, c);
   if (result.abstained || !result.violation) return std::nullopt;
-  std::string signature = signatureLine(router.name(), result.violation->kind, c.experts, c.k);
+  std::string signature = signatureLine(router.name(), result.violation->kind);
   if (!wantSignature.empty() && signature != wantSignature) return std::nullopt;
   nlohmann::json provenance = {{"tool", "moe-crash-reproducer"},
                                {"input", std::filesystem::path(input).filename().string()},

@@ -13,9 +13,12 @@
 
 namespace moe::fuzz {
 
-std::string signatureLine(std::string_view router, std::string_view kind, int32_t experts,
-                          int32_t k) {
-  return fmt::format("moe-oracle: {}-{}-E{}-k{}", router, kind, experts, k);
+std::string signatureLine(std::string_view router, std::string_view kind) {
+  return fmt::format("moe-oracle: {}-{}", router, kind);
+}
+
+std::string signatureLine(std::string_view router, ViolationKind kind) {
+  return signatureLine(router, kindName(kind));
 }
 
 std::string cpuFlags() {
@@ -113,7 +116,7 @@ void describeToken(fmt::memory_buffer& out, const Case& c, const CaseResult& r, 
 std::string mismatchReport(const Router& router, const Case& c, const CaseResult& r) {
   fmt::memory_buffer out;
   const Verdict& v = *r.violation;
-  fmt::format_to(std::back_inserter(out), "=== moe-oracle violation: {} ===\n", v.kind);
+  fmt::format_to(std::back_inserter(out), "=== moe-oracle violation: {} ===\n", kindName(v.kind));
   fmt::format_to(std::back_inserter(out), "router: {}\ncontract: {}\ncpu flags: {}\n",
                  router.name(), contractToJSON(router.contract()), cpuFlags());
   fmt::format_to(std::back_inserter(out), "certificate: {}\n", v.certificate);
@@ -128,35 +131,29 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
     fmt::format_to(std::back_inserter(out), "\n");
   }
   fmt::format_to(std::back_inserter(out), "case: {}\n", caseToJSON(c).dump());
-  fmt::format_to(std::back_inserter(out), "{}\n",
-                 signatureLine(router.name(), v.kind, c.experts, c.k));
+  fmt::format_to(std::back_inserter(out), "{}\n", signatureLine(router.name(), v.kind));
   return fmt::to_string(out);
 }
 
 nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseResult& r,
                               const nlohmann::json& provenance) {
   const Verdict& v = *r.violation;
-  nlohmann::json test;
+  // The case exactly as the case model writes it (variant included, so a batch-variance
+  // finding replays the rerun that found it), then the router's output and the verdict.
+  nlohmann::json test = caseToJSON(c);
   test["tcId"] = 1;
   test["comment"] = v.certificate;
-  test["flags"] = {v.kind};
+  test["flags"] = {std::string(kindName(v.kind))};
   test["result"] = "invalid";
   test["impl"] = router.name();
   test["contract"] = nlohmann::json::parse(contractToJSON(router.contract()));
-  test["tokens"] = c.tokens;
-  test["experts"] = c.experts;
-  test["k"] = c.k;
-  test["threads"] = c.threads;
-  test["split"] = c.split;
   test["token"] = v.token;
-  auto& logits = test["logits"] = nlohmann::json::array();
-  for (float x : c.logits) logits.push_back(hex32(x));
   test["ids"] = r.output.ids;
   auto& gates = test["gates"] = nlohmann::json::array();
   for (float g : r.output.gates) gates.push_back(hex32(g));
   test["verdict"] = "violation";
-  test["kind"] = v.kind;
-  test["signature"] = signatureLine(router.name(), v.kind, c.experts, c.k);
+  test["kind"] = std::string(kindName(v.kind));
+  test["signature"] = signatureLine(router.name(), v.kind);
   test["certificate"] = v.certificate;
   nlohmann::json file;
   file["algorithm"] = "moe-topk-routing";
@@ -164,7 +161,8 @@ nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseRes
   file["generatorVersion"] = "moe-oracle fuzz 0.1.0";
   file["provenance"] = provenance;
   file["header"] = {"A violation found by moe-oracle fuzz; replay with `moe-oracle replay`."};
-  file["notes"] = {{v.kind, "the violation kind the verdict reported (docs/fuzz.md)"}};
+  file["notes"] = {
+      {std::string(kindName(v.kind)), "the violation kind the verdict reported (docs/fuzz.md)"}};
   file["numberOfTests"] = 1;
   file["testGroups"] = {{{"type", "RouterReproducer"}, {"tests", {test}}}};
   return file;

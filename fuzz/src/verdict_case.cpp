@@ -47,7 +47,7 @@ std::optional<Verdict> compareBits(const RouteOutput& full, const RouteOutput& p
     if (part.ids[s] != full.ids[f] || bitsOf(part.gates[s]) != bitsOf(full.gates[f])) {
       Verdict v;
       v.outcome = Outcome::kViolation;
-      v.kind = "batch-variance";
+      v.kind = ViolationKind::kBatchVariance;
       v.token = firstToken + static_cast<int32_t>(s / k);
       v.certificate = fmt::format(
           "token {} slot {}: in the whole batch id {} gate {} ({}), {}: id {} gate {} ({}); "
@@ -66,6 +66,7 @@ std::optional<Verdict> compareBits(const RouteOutput& full, const RouteOutput& p
 // evenly; one rerun instead of three keeps an exec about twice as cheap.
 std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
                                             const RouteOutput& full) {
+  if (c.tokens == 0) return std::nullopt;  // nothing to split or rerun
   const size_t E = static_cast<size_t>(c.experts);
   auto runRange = [&](int32_t first, int32_t count, int32_t threads) {
     return router.route(count, c.experts, c.k,

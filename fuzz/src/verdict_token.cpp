@@ -58,10 +58,10 @@ std::string logitText(std::span<const float> x, int32_t i) {
   return fmt::format("x[{}] = {} ({})", i, decimal32(x[i]), hex32(x[i]));
 }
 
-Verdict violation(std::string kind, std::string certificate, double margin = 0) {
+Verdict violation(ViolationKind kind, std::string certificate, double margin = 0) {
   Verdict v;
   v.outcome = Outcome::kViolation;
-  v.kind = std::move(kind);
+  v.kind = kind;
   v.certificate = std::move(certificate);
   v.margin = margin;
   return v;
@@ -187,50 +187,14 @@ PairJudgement judgePair(std::span<const float> x, int32_t i, int32_t j, double c
   return {Decision::kUndecided, diff, budget};
 }
 
-// The router kept S, not the spec's set. Every (kept i, displaced j) pair with j beating i
-// must be excused: never an exact tie, never on logits, and on probabilities
-// p_j - p_i <= b_i + b_j. With H_i = p_i + b_i and L_j = p_j - b_j that is
-// max_{j not in S} L_j <= min_{i in S} H_i: a pair where i beats j has p_i >= p_j and
-// holds anyway, so no pair needs to be enumerated (O(E log |S|), not O(E |S|)).
-std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<const int32_t> S,
-                                         const std::vector<uint8_t>& inS, bool onLogits, double c,
-                                         CertifiedProbabilities& cp, LevelCounters& levels,
-                                         double& worstMargin,
-                                         std::optional<DoubleProbabilities>& dp) {
+// Probabilities: are the non-tie disagreements all within the rounding budget? The binary64
+// filter first, then MPFR. `bestOut` and `worstIn` are the extremes on the logits.
+std::optional<Verdict> checkNearTies(std::span<const float> x, std::span<const int32_t> S,
+                                     const std::vector<uint8_t>& inS, double c, int32_t bestOut,
+                                     int32_t worstIn, CertifiedProbabilities& cp,
+                                     LevelCounters& levels, double& worstMargin,
+                                     std::optional<DoubleProbabilities>& dp) {
   const int32_t E = static_cast<int32_t>(x.size());
-  // 1. Exact ties across the boundary: a displaced j tied with a kept i > j.
-  std::vector<std::pair<float, int32_t>> kept;
-  for (int32_t i : S) kept.emplace_back(x[i], i);
-  auto byValue = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-    return a.first < b.first || (!(b.first < a.first) && a.second < b.second);
-  };
-  std::sort(kept.begin(), kept.end(), byValue);
-  int32_t bestOut = -1;
-  for (int32_t j = 0; j < E; ++j) {
-    if (inS[j]) continue;
-    if (bestOut < 0 || beatsX(x, j, bestOut)) bestOut = j;
-    auto hi = std::upper_bound(kept.begin(), kept.end(), std::make_pair(x[j], E), byValue);
-    if (hi != kept.begin() && !((hi - 1)->first < x[j]) && (hi - 1)->second > j) {
-      const int32_t i = (hi - 1)->second;
-      ++levels.selectionFloat;  // exact ties are decided by float comparisons
-      return violation("tie-higher-index",
-                       fmt::format("selection: experts {} and {} tie exactly ({} and {}); expert "
-                                   "{} (the lower index) must be kept before expert {}",
-                                   j, i, logitText(x, j), logitText(x, i), j, i));
-    }
-  }
-  int32_t worstIn = S[0];
-  for (int32_t i : S) {
-    if (beatsX(x, worstIn, i)) worstIn = i;
-  }
-  if (onLogits) {
-    ++levels.selectionFloat;  // so is the logits mode
-    return violation("kept-set",
-                     fmt::format("selection: displaced expert {} ranks above kept expert {} on the "
-                                 "logits ({} > {}) and the router selects on logits",
-                                 bestOut, worstIn, logitText(x, bestOut), logitText(x, worstIn)));
-  }
-  // 2. Probabilities: binary64 filter, then MPFR.
   if (!dp) dp.emplace(x);
   auto slope = [&](int32_t i) { return (dp->shift[i] + 2.0 * E + 4 * c + 4) * kU32; };
   auto b = [&](int32_t i, double p) { return probabilityBudget(p, dp->shift[i], E, c); };
@@ -264,7 +228,7 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
   auto beyond = [&](int32_t i, int32_t j) {
     double budget = b(i, dp->p[i]) + b(j, dp->p[j]);
     return violation(
-        "beaten-kept",
+        ViolationKind::kBeatenKept,
         fmt::format("selection: displaced expert {} beats kept expert {} by "
                     "p_j - p_i = {:.6g}, beyond the binary32 rounding budget "
                     "b_i + b_j = {:.6g} ({}, {})",
@@ -314,6 +278,104 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
   return std::nullopt;
 }
 
+// One token's output as the router wrote it (k slots).
+struct RouterToken {
+  std::span<const int32_t> ids;
+  std::span<const float> gates;
+};
+
+// Distance in binary32 steps between two finite floats of the same sign.
+int64_t ulpDistance(float a, float b) {
+  return std::llabs(static_cast<int64_t>(bitsOf(a)) - static_cast<int64_t>(bitsOf(b)));
+}
+
+// The router's gates of two tied experts, for a tie certificate: a position-dependent exp
+// reads as "equal logits, gates 1 ulp apart" rather than as a sort bug.
+std::string tiedGatesText(std::span<const float> x, const RouterToken& out, int32_t a, int32_t b) {
+  auto gateOf = [&](int32_t e) -> std::optional<float> {
+    for (size_t s = 0; s < out.ids.size(); ++s) {
+      if (out.ids[s] == e) return out.gates[s];
+    }
+    return std::nullopt;
+  };
+  auto one = [&](int32_t e) {
+    const auto g = gateOf(e);
+    return g ? fmt::format("expert {} gate {} ({})", e, decimal32(*g), hex32(*g))
+             : fmt::format("expert {} not kept", e);
+  };
+  std::string text = fmt::format("; the router's values: {}, {}", one(a), one(b));
+  const auto ga = gateOf(a), gb = gateOf(b);
+  if (ga && gb && x[a] == x[b] && bitsOf(*ga) != bitsOf(*gb)) {
+    text += fmt::format(
+        " (equal logits, gates {} ulp apart: the router computes different values "
+        "for equal inputs)",
+        ulpDistance(*ga, *gb));
+  }
+  return text;
+}
+
+// The router kept S, not the spec's set. First the disagreements that are not exact ties
+// (a displaced j with x_j > x_i for a kept i): on logits they are `kept-set`; on
+// probabilities every such pair must be excused, p_j - p_i <= b_i + b_j. With
+// H_i = p_i + b_i and L_j = p_j - b_j that is max_{j not in S} L_j <= min_{i in S} H_i: a
+// pair where i beats j has p_i >= p_j and holds anyway, so no pair needs to be enumerated
+// (O(E log |S|), not O(E |S|)). Only then the exact ties, so that a tie verdict is given
+// only where ties alone explain the difference (issue 12: "the kind names the cause").
+std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<const int32_t> S,
+                                         const std::vector<uint8_t>& inS, bool onLogits, double c,
+                                         TieOrder ties, const RouterToken& out,
+                                         CertifiedProbabilities& cp, LevelCounters& levels,
+                                         double& worstMargin,
+                                         std::optional<DoubleProbabilities>& dp,
+                                         std::string& reason) {
+  const int32_t E = static_cast<int32_t>(x.size());
+  int32_t worstIn = S[0];
+  for (int32_t i : S) {
+    if (beatsX(x, worstIn, i)) worstIn = i;
+  }
+  int32_t bestOut = -1;
+  for (int32_t j = 0; j < E; ++j) {
+    if (!inS[j] && (bestOut < 0 || beatsX(x, j, bestOut))) bestOut = j;
+  }
+  const bool strict = x[bestOut] > x[worstIn];
+  if (strict) {
+    if (onLogits) {
+      ++levels.selectionFloat;
+      return violation(ViolationKind::kKeptSet,
+                       fmt::format("selection: displaced expert {} ranks above kept expert {} on "
+                                   "the logits ({} > {}) and the router selects on logits",
+                                   bestOut, worstIn, logitText(x, bestOut), logitText(x, worstIn)));
+    }
+    if (auto v = checkNearTies(x, S, inS, c, bestOut, worstIn, cp, levels, worstMargin, dp)) {
+      return v;
+    }
+  } else {
+    ++levels.selectionFloat;  // exact ties are decided by float comparisons
+  }
+  reason = strict ? "near-tie-probabilities" : "tie-order";
+  if (ties == TieOrder::kAny) return std::nullopt;
+  // Lowest index: a displaced j tied exactly with a kept i > j is a violation.
+  std::vector<std::pair<float, int32_t>> kept;
+  for (int32_t i : S) kept.emplace_back(x[i], i);
+  auto byValue = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first < b.first || (!(b.first < a.first) && a.second < b.second);
+  };
+  std::sort(kept.begin(), kept.end(), byValue);
+  for (int32_t j = 0; j < E; ++j) {
+    if (inS[j]) continue;
+    auto hi = std::upper_bound(kept.begin(), kept.end(), std::make_pair(x[j], E), byValue);
+    if (hi != kept.begin() && !((hi - 1)->first < x[j]) && (hi - 1)->second > j) {
+      const int32_t i = (hi - 1)->second;
+      return violation(
+          ViolationKind::kTieHigherIndex,
+          fmt::format("selection: experts {} and {} tie exactly ({} and {}); expert "
+                      "{} (the lower index) must be kept before expert {}{}",
+                      j, i, logitText(x, j), logitText(x, i), j, i, tiedGatesText(x, out, j, i)));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Verdict> checkStructure(std::span<const float> x, int32_t k,
                                       std::span<const int32_t> ids, std::span<const float> gates,
                                       bool real, std::vector<uint8_t>& seen) {
@@ -324,29 +386,32 @@ std::optional<Verdict> checkStructure(std::span<const float> x, int32_t k,
     const int32_t id = ids[s];
     if (id == -1) {
       if (s < n && real) {
-        return violation("slot-count", fmt::format("slot {} is empty (-1) but min(k, E) = {} "
-                                                   "slots must be filled",
-                                                   s, n));
+        return violation(ViolationKind::kSlotCount,
+                         fmt::format("slot {} is empty (-1) but min(k, E) = {} "
+                                     "slots must be filled",
+                                     s, n));
       }
       if (s >= n && !(gates[s] == 0.0f)) {
-        return violation("empty-slot", fmt::format("empty slot {} has gate {} ({}), not 0", s,
-                                                   decimal32(gates[s]), hex32(gates[s])));
+        return violation(ViolationKind::kEmptySlot,
+                         fmt::format("empty slot {} has gate {} ({}), not 0", s,
+                                     decimal32(gates[s]), hex32(gates[s])));
       }
       continue;
     }
     if (id < 0 || id >= E) {
-      return violation("id-out-of-range",
+      return violation(ViolationKind::kIdOutOfRange,
                        fmt::format("slot {} holds id {}, outside [0, {}) (k = {})", s, id, E, k));
     }
     if (s >= n) {
       return violation(
-          "empty-slot",
+          ViolationKind::kEmptySlot,
           fmt::format("slot {} holds id {} but only min(k, E) = {} slots exist", s, id, n));
     }
-    if (seen[id]) return violation("id-repeated", fmt::format("expert {} appears twice", id));
+    if (seen[id])
+      return violation(ViolationKind::kIdRepeated, fmt::format("expert {} appears twice", id));
     seen[id] = 1;
     if (real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f)) {
-      return violation("gate-nonfinite",
+      return violation(ViolationKind::kGateNonfinite,
                        fmt::format("slot {} (expert {}) has gate {} ({}); the spec's gates are "
                                    "finite and >= 0 on this row",
                                    s, id, decimal32(gates[s]), hex32(gates[s])));
@@ -458,7 +523,7 @@ std::optional<Verdict> checkGates(std::span<const float> x, std::span<const int3
     }
     if (d == Decision::kBeyond) {
       return violation(
-          "gate-error",
+          ViolationKind::kGateError,
           fmt::format("slot {} (expert {}): gate {} ({}) but the exact gate of the router's kept "
                       "set is in [{:.17g}, {:.17g}]; |g - exact| >= {:.6g} > budget {:.6g} "
                       "(spec32 gate {:.9g}, factor {}, {} ulp, floor {})",
@@ -480,6 +545,7 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
   const int32_t n = std::min(k, E);
   const bool real = isRealRow(x);
   if (auto v = checkStructure(x, k, ids, gates, real, seen)) return *v;
+  if (E == 0) return Verdict{};  // every slot empty, as checked
   if (!real) {
     Verdict v;
     v.outcome = Outcome::kAcceptable;
@@ -510,55 +576,61 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
     for (float v : x) mm = mm <= v ? v : mm;
     return mm;
   }();
-  // One (kept i, displaced-or-misordered j) pair where j beats i on the logits.
-  auto judgeBeaten = [&](int32_t i, int32_t j, const char* what) -> std::optional<Verdict> {
-    if (x[i] == x[j]) {
-      return violation("tie-higher-index",
-                       fmt::format("{}: experts {} and {} tie exactly ({} and {}), so expert {} "
-                                   "(the lower index) must win",
-                                   what, j, i, logitText(x, j), logitText(x, i), std::min(i, j)));
+  const TieOrder ties = config.tieOrder.value_or(contract.tieOrder);
+  const RouterToken out{ids, gates};
+  auto accept = [&](const char* reason) {
+    if (result.outcome == Outcome::kExact) {
+      result.outcome = Outcome::kAcceptable;
+      result.reason = reason;
     }
-    const std::string kindIfBeaten =
-        std::string_view(what) == "order" ? "slot-order" : (onLogits ? "kept-set" : "beaten-kept");
-    if (onLogits) {
-      return violation(kindIfBeaten,
-                       fmt::format("{}: expert {} ranks above expert {} on the logits ({} > {}) "
-                                   "and the router selects on logits",
-                                   what, j, i, logitText(x, j), logitText(x, i)));
-    }
-    if (!dp) dp.emplace(x);
-    PairJudgement pj = judgePair(x, i, j, contract.expMaxUlp, *dp, cp, levels);
-    if (pj.decision == Decision::kBeyond) {
-      return violation(
-          kindIfBeaten,
-          fmt::format("{}: expert {} beats expert {} by p_j - p_i = {:.6g}, beyond "
-                      "the binary32 rounding budget b_i + b_j = {:.6g} ({}, {})",
-                      what, j, i, pj.diff, pj.budget, logitText(x, j), logitText(x, i)),
-          pj.budget > 0 ? pj.diff / pj.budget : 0);
-    }
-    worstMargin = std::max(worstMargin, pj.budget > 0 ? pj.diff / pj.budget : 0);
-    return std::nullopt;
   };
 
   if (sameSet) {
     ++levels.selectionFloat;
   } else {
-    if (auto v = checkDifferentSet(x, S, seen, onLogits, contract.expMaxUlp, cp, levels,
-                                   worstMargin, dp)) {
+    std::string reason;
+    if (auto v = checkDifferentSet(x, S, seen, onLogits, contract.expMaxUlp, ties, out, cp, levels,
+                                   worstMargin, dp, reason)) {
       return *v;
     }
-    result.outcome = Outcome::kAcceptable;
-    result.reason = "near-tie-probabilities";
+    accept(reason == "tie-order" ? "tie-order" : "near-tie-probabilities");
   }
 
+  // Slot order: each slot must not be beaten by the next one. Exact ties: the lower index
+  // first (or any order under "tie_order": "any"); otherwise as the selection is judged.
   if (contract.slotOrder == SlotOrder::kRank) {
     for (int32_t s = 0; s + 1 < n; ++s) {
-      if (beatsX(x, S[s], S[s + 1])) continue;
-      if (auto v = judgeBeaten(S[s], S[s + 1], "order")) return *v;
-      if (result.outcome == Outcome::kExact) {
-        result.outcome = Outcome::kAcceptable;
-        result.reason = "near-tie-order";
+      const int32_t i = S[s], j = S[s + 1];
+      if (beatsX(x, i, j)) continue;
+      if (x[i] == x[j]) {
+        if (ties == TieOrder::kAny) {
+          accept("tie-order");
+          continue;
+        }
+        return violation(ViolationKind::kTieHigherIndex,
+                         fmt::format("order: experts {} and {} tie exactly ({} and {}), so expert "
+                                     "{} (the lower index) must come first{}",
+                                     j, i, logitText(x, j), logitText(x, i), std::min(i, j),
+                                     tiedGatesText(x, out, j, i)));
       }
+      if (onLogits) {
+        return violation(ViolationKind::kSlotOrder,
+                         fmt::format("order: expert {} in slot {} ranks above expert {} in slot {} "
+                                     "on the logits ({} > {}) and the router selects on logits",
+                                     j, s + 1, i, s, logitText(x, j), logitText(x, i)));
+      }
+      if (!dp) dp.emplace(x);
+      PairJudgement pj = judgePair(x, i, j, contract.expMaxUlp, *dp, cp, levels);
+      if (pj.decision == Decision::kBeyond) {
+        return violation(
+            ViolationKind::kSlotOrder,
+            fmt::format("order: expert {} in slot {} beats expert {} in slot {} by p_j - p_i = "
+                        "{:.6g}, beyond the binary32 rounding budget b_i + b_j = {:.6g} ({}, {})",
+                        j, s + 1, i, s, pj.diff, pj.budget, logitText(x, j), logitText(x, i)),
+            pj.budget > 0 ? pj.diff / pj.budget : 0);
+      }
+      worstMargin = std::max(worstMargin, pj.budget > 0 ? pj.diff / pj.budget : 0);
+      accept("near-tie-order");
     }
   }
 

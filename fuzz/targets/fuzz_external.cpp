@@ -25,11 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::exit(2);
     }
   }();
-  static LevelCounters levels;
+  static Judge judge;
   const Case c = decodeCase(std::span<const uint8_t>(data, size), maxExpertsFromEnv());
-  const LevelCounters before = levels;
-  CaseResult r = judgeCase(*router, c, VerdictConfig{}, levels);
-  markVerdictSignals(0, verdictSignals(before, levels, r), r.tokens.size());
+  const LevelCounters before = judge.levels();
+  CaseResult r = judge.run(*router, c);
+  markVerdictSignals(0, verdictSignals(before, judge.levels(), r), r.tokens.size());
   markCaseShape(c.experts, c.k);
   if (r.violation) reportAndAbort(mismatchReport(*router, c, r));
   return 0;

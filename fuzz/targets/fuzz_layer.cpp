@@ -75,15 +75,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       openRouter(kRouters[0]), openRouter(kRouters[1]), openRouter(kRouters[2]),
       openRouter(kRouters[3])};
   const Contract& contract = contracts[c.threads % 4]->contract();
-  static LevelCounters levels;
+  static Judge judge;
   for (int64_t t = 0; t < T; ++t) {
     std::span<const float> row(logits.data() + t * E, static_cast<size_t>(E));
     std::span<const int32_t> ids(routing.ids.data() + t * k, static_cast<size_t>(k));
     std::span<const float> gates(routing.gates.data() + t * k, static_cast<size_t>(k));
-    Verdict v =
-        judgeToken(row, static_cast<int32_t>(k), ids, gates, contract, VerdictConfig{}, levels);
+    Verdict v = judge.token(row, static_cast<int32_t>(k), ids, gates, contract);
     if (v.outcome == Outcome::kViolation) {
-      propertyFailure("fuzz_layer", "routing-" + v.kind, c, v.certificate);
+      propertyFailure("fuzz_layer", "routing-" + std::string(kindName(v.kind)), c, v.certificate);
     }
     // Combine: the layer's dense output vs the exact sum of its own gates times its own
     // expert outputs; binary32 accumulation of E terms errs by <= (E + 1) u sum |g_e y_e|.

@@ -32,10 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (all.empty()) return 0;
   const size_t index = c.variant % all.size();
   const Router& router = *all[index];
-  static LevelCounters levels;
-  const LevelCounters before = levels;
-  CaseResult r = judgeCase(router, c, VerdictConfig{}, levels);
-  markVerdictSignals(index, verdictSignals(before, levels, r), r.tokens.size());
+  static Judge judge;
+  const LevelCounters before = judge.levels();
+  CaseResult r = judge.run(router, c);
+  markVerdictSignals(index, verdictSignals(before, judge.levels(), r), r.tokens.size());
   if (r.violation) reportAndAbort(mismatchReport(router, c, r));
   return 0;
 }

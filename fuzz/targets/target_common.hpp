@@ -38,7 +38,7 @@ inline int32_t maxExpertsFromEnv() {
                                          const Case& c, const std::string& details) {
   reportAndAbort(fmt::format("=== moe-oracle {} property failure: {} ===\n{}\ncase: {}\n{}\n",
                              target, kind, details, caseToJSON(c).dump(),
-                             signatureLine(target, kind, c.experts, c.k)));
+                             signatureLine(target, kind)));
 }
 
 }  // namespace moe::fuzz

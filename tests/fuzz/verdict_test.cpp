@@ -81,8 +81,8 @@ TEST(VerdictBothWays, Binary32SpecNeverViolates) {
     CaseResult r = judgeCase(*spec, c, VerdictConfig{}, levels);
     if (r.abstained) continue;
     ++judged;
-    ASSERT_FALSE(r.violation) << r.violation->kind << ": " << r.violation->certificate << "\ncase "
-                              << caseToJSON(c).dump();
+    ASSERT_FALSE(r.violation) << kindName(r.violation->kind) << ": " << r.violation->certificate
+                              << "\ncase " << caseToJSON(c).dump();
     acceptable += r.worst() == Outcome::kAcceptable;
   }
   EXPECT_GT(judged, 300);
@@ -97,29 +97,29 @@ TEST(VerdictBothWays, DesignNearTieZeroVersusTwoToMinus30) {
   EXPECT_EQ(probs.reason, "near-tie-probabilities");
   Verdict logits = judgeOne(x, 1, {0}, {1.0f}, logitsContract());
   EXPECT_EQ(logits.outcome, Outcome::kViolation);
-  EXPECT_EQ(logits.kind, "kept-set");
+  EXPECT_EQ(kindName(logits.kind), "kept-set");
   EXPECT_EQ(judgeOne(x, 1, {1}, {1.0f}, logitsContract()).outcome, Outcome::kExact);
 }
 
 TEST(VerdictBothWays, ExactTiesGoToTheLowerIndexInEveryMode) {
   for (const Contract& c : {probsContract(), logitsContract()}) {
     Verdict equal = judgeOne({1.0f, 1.0f, -3.0f}, 1, {1}, {1.0f}, c);
-    EXPECT_EQ(equal.kind, "tie-higher-index");
+    EXPECT_EQ(kindName(equal.kind), "tie-higher-index");
     Verdict zeros = judgeOne({0.0f, -0.0f}, 1, {1}, {1.0f}, c);
-    EXPECT_EQ(zeros.kind, "tie-higher-index") << "+0 and -0 tie";
+    EXPECT_EQ(kindName(zeros.kind), "tie-higher-index") << "+0 and -0 tie";
     Verdict zeros2 = judgeOne({-0.0f, 0.0f}, 1, {1}, {1.0f}, c);
-    EXPECT_EQ(zeros2.kind, "tie-higher-index") << "-0 and +0 tie";
+    EXPECT_EQ(kindName(zeros2.kind), "tie-higher-index") << "-0 and +0 tie";
     EXPECT_EQ(judgeOne({0.0f, -0.0f}, 1, {0}, {1.0f}, c).outcome, Outcome::kExact);
     // Order inside the kept set, rank order promised: tied experts lower index first.
     Verdict order = judgeOne({2.0f, 2.0f}, 2, {1, 0}, {0.5f, 0.5f}, c);
-    EXPECT_EQ(order.kind, "tie-higher-index");
+    EXPECT_EQ(kindName(order.kind), "tie-higher-index");
   }
 }
 
 TEST(VerdictBothWays, ExpertBeatenFarPastTheBudgetIsCaught) {
   Verdict v = judgeOne({0.0f, 1.0f, -5.0f}, 1, {0}, {1.0f}, probsContract());
   EXPECT_EQ(v.outcome, Outcome::kViolation);
-  EXPECT_EQ(v.kind, "beaten-kept");
+  EXPECT_EQ(kindName(v.kind), "beaten-kept");
   EXPECT_GT(v.margin, 1e3);
   // 1 ulp apart at 1 (2^-23): p_1 - p_0 ~ 2^-24 ~ 6e-8 < b_0 + b_1 ~ 2 * 12 u / 2 ~ 7.2e-7.
   Verdict near = judgeOne({1.0f, nextUp(1.0f)}, 1, {0}, {1.0f}, probsContract());
@@ -127,11 +127,11 @@ TEST(VerdictBothWays, ExpertBeatenFarPastTheBudgetIsCaught) {
   // 1 ulp apart at 16 (2^-19): p_1 - p_0 ~ 2^-20 ~ 9.5e-7 > 7.2e-7: binary32 tells them
   // apart (expf(-2^-19) < 1), so a router that keeps the smaller one is wrong.
   near = judgeOne({16.0f, nextUp(16.0f)}, 1, {0}, {1.0f}, probsContract());
-  EXPECT_EQ(near.kind, "beaten-kept");
+  EXPECT_EQ(kindName(near.kind), "beaten-kept");
   near = judgeOne({16.0f, nextUp(16.0f)}, 1, {1}, {1.0f}, probsContract());
   EXPECT_EQ(near.outcome, Outcome::kExact) << near.certificate;
   Verdict far = judgeOne({16.0f, 16.01f}, 1, {0}, {1.0f}, probsContract());
-  EXPECT_EQ(far.kind, "beaten-kept");
+  EXPECT_EQ(kindName(far.kind), "beaten-kept");
 }
 
 TEST(VerdictBothWays, RelativeGateErrorOf1e3IsCaught) {
@@ -149,7 +149,7 @@ TEST(VerdictBothWays, RelativeGateErrorOf1e3IsCaught) {
     if (c.k == 0 || !isRealRow(c.row(0))) continue;
     ++eligible;
     CaseResult r = judgeCase(sloppy, c, VerdictConfig{}, levels);
-    if (r.violation && r.violation->kind == "gate-error") ++caught;
+    if (r.violation && kindName(r.violation->kind) == "gate-error") ++caught;
   }
   EXPECT_GT(eligible, 100);
   EXPECT_EQ(caught, eligible) << "every real row has a gate >= 1/k, so 1e-3 must be caught";
@@ -169,20 +169,21 @@ TEST(VerdictBothWays, GateBudgetIsConfigurable) {
   strict.gateFactor = 0;
   strict.analyticFloor = false;
   Verdict v = judgeToken(x, 2, ids, off, probsContract(), strict, levels);
-  EXPECT_EQ(v.kind, "gate-error");
+  EXPECT_EQ(kindName(v.kind), "gate-error");
 }
 
 TEST(VerdictStructure, EachBrokenShapeHasItsKind) {
   const Contract c = probsContract();
-  EXPECT_EQ(judgeOne({1, 2, 3}, 2, {2, 2}, {0.5f, 0.5f}, c).kind, "id-repeated");
-  EXPECT_EQ(judgeOne({1, 2, 3}, 2, {2, 3}, {0.5f, 0.5f}, c).kind, "id-out-of-range");
-  EXPECT_EQ(judgeOne({1, 2, 3}, 2, {2, -1}, {1.0f, 0.0f}, c).kind, "slot-count");
-  EXPECT_EQ(judgeOne({1, 2}, 3, {1, 0, 0}, {0.7f, 0.3f, 0.0f}, c).kind, "empty-slot");
-  EXPECT_EQ(judgeOne({1, 2}, 3, {1, 0, -1}, {0.7f, 0.3f, 0.5f}, c).kind, "empty-slot");
-  EXPECT_EQ(judgeOne({1, 2}, 3, {1, 0, 2}, {0.7f, 0.3f, 0.0f}, c).kind, "id-out-of-range");
+  EXPECT_EQ(kindName(judgeOne({1, 2, 3}, 2, {2, 2}, {0.5f, 0.5f}, c).kind), "id-repeated");
+  EXPECT_EQ(kindName(judgeOne({1, 2, 3}, 2, {2, 3}, {0.5f, 0.5f}, c).kind), "id-out-of-range");
+  EXPECT_EQ(kindName(judgeOne({1, 2, 3}, 2, {2, -1}, {1.0f, 0.0f}, c).kind), "slot-count");
+  EXPECT_EQ(kindName(judgeOne({1, 2}, 3, {1, 0, 0}, {0.7f, 0.3f, 0.0f}, c).kind), "empty-slot");
+  EXPECT_EQ(kindName(judgeOne({1, 2}, 3, {1, 0, -1}, {0.7f, 0.3f, 0.5f}, c).kind), "empty-slot");
+  EXPECT_EQ(kindName(judgeOne({1, 2}, 3, {1, 0, 2}, {0.7f, 0.3f, 0.0f}, c).kind),
+            "id-out-of-range");
   float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(judgeOne({1, 2}, 1, {1}, {nan}, c).kind, "gate-nonfinite");
-  EXPECT_EQ(judgeOne({1, 2}, 1, {1}, {-1.0f}, c).kind, "gate-nonfinite");
+  EXPECT_EQ(kindName(judgeOne({1, 2}, 1, {1}, {nan}, c).kind), "gate-nonfinite");
+  EXPECT_EQ(kindName(judgeOne({1, 2}, 1, {1}, {-1.0f}, c).kind), "gate-nonfinite");
 }
 
 TEST(VerdictStructure, NonRealRowsGetStructureChecksOnly) {
@@ -193,8 +194,8 @@ TEST(VerdictStructure, NonRealRowsGetStructureChecksOnly) {
   EXPECT_EQ(v.outcome, Outcome::kAcceptable);
   EXPECT_EQ(v.reason, "nonreal-row");
   EXPECT_EQ(judgeOne({-inf, -inf}, 1, {1}, {nan}, c).reason, "nonreal-row");
-  EXPECT_EQ(judgeOne({nan, 1.0f}, 2, {0, 0}, {nan, nan}, c).kind, "id-repeated");
-  EXPECT_EQ(judgeOne({nan, 1.0f}, 1, {5}, {nan}, c).kind, "id-out-of-range");
+  EXPECT_EQ(kindName(judgeOne({nan, 1.0f}, 2, {0, 0}, {nan, nan}, c).kind), "id-repeated");
+  EXPECT_EQ(kindName(judgeOne({nan, 1.0f}, 1, {5}, {nan}, c).kind), "id-out-of-range");
 }
 
 TEST(VerdictBatch, OutputThatChangesWithTheBatchIsCaught) {
@@ -215,7 +216,7 @@ TEST(VerdictBatch, OutputThatChangesWithTheBatchIsCaught) {
     c.variant = v;
     CaseResult r = judgeCase(variant, c, VerdictConfig{}, levels);
     ASSERT_TRUE(r.violation) << "variant " << int(v);
-    EXPECT_EQ(r.violation->kind, "batch-variance");
+    EXPECT_EQ(kindName(r.violation->kind), "batch-variance");
   }
   // The same router without the claim is not held to it.
   Contract noClaim = probsContract();

@@ -1,7 +1,8 @@
-// One report format and one stable signature line (style.md, "For moe-oracle" 3 and 4):
-// the report is built only on failure, printed once, and ends in
-//   moe-oracle: <router>-<kind>-E<E>-k<k>
-// so crashes and campaign findings deduplicate on that line.
+// One report format and one stable signature line: the report is built only on failure,
+// printed once, and ends in
+//   moe-oracle: <router>-<kind>
+// so crashes and campaign findings deduplicate on that line. The shape is not in it: one
+// bug found on eight seeds at eight shapes is one signature (issue 12).
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,8 @@
 
 namespace moe::fuzz {
 
-std::string signatureLine(std::string_view router, std::string_view kind, int32_t experts,
-                          int32_t k);
+std::string signatureLine(std::string_view router, std::string_view kind);
+std::string signatureLine(std::string_view router, ViolationKind kind);
 // The x86 feature flags that pick SIMD paths (from /proc/cpuinfo), for reproduction.
 std::string cpuFlags();
 

@@ -12,6 +12,7 @@
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/violation_kind.hpp"
 
 namespace moe::fuzz {
 
@@ -20,15 +21,17 @@ const char* outcomeName(Outcome o);
 
 struct Verdict {
   Outcome outcome = Outcome::kExact;
-  std::string reason;       // acceptable: "near-tie-probabilities", "near-tie-order", "nonreal-row"
-  std::string kind;         // violation: "id-out-of-range", "tie-higher-index", "gate-error", ...
-  std::string certificate;  // the evidence, with numbers (hex and decimal)
+  // acceptable: "near-tie-probabilities", "near-tie-order", "tie-order", "nonreal-row"
+  std::string reason;
+  ViolationKind kind = ViolationKind::kNone;  // violation: kindName() gives the spelling
+  std::string certificate;                    // the evidence, with numbers (hex and decimal)
   int32_t token = -1;
   double margin = 0;  // acceptable: worst (difference / budget) <= 1; violation: > 1
 };
 
-// Knobs the CLI exposes (--gate-factor, --gate-ulp, --no-analytic-floor).
+// Knobs the CLI exposes (--gate-factor, --gate-ulp, --no-analytic-floor, --tie-order).
 struct VerdictConfig {
+  std::optional<TieOrder> tieOrder;  // overrides the contract's tie_order
   std::optional<double> gateFactor;  // overrides the contract's spec32_factor
   std::optional<double> gateUlp;     // overrides the contract's ulp
   bool analyticFloor = true;         // add the derived first-order gate bound
@@ -80,6 +83,33 @@ CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& c
 CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<const float> gates,
                          const Contract& contract, const VerdictConfig& config,
                          LevelCounters& levels);
+
+// The one judge (issue 12): the verdict configuration and the level counters, used by every
+// path that judges (moe-oracle fuzz, replay and explain, the libFuzzer targets, the crash
+// reproducer), so that a case is judged the same way wherever it is run.
+class Judge {
+ public:
+  explicit Judge(VerdictConfig config = {}) : config_(std::move(config)) {}
+  // Runs the router on the case and judges it (judgeCase).
+  CaseResult run(const Router& router, const Case& c) {
+    return judgeCase(router, c, config_, levels_);
+  }
+  // Judges an output recorded earlier (a reproducer's), without a router.
+  CaseResult recorded(const Case& c, std::span<const int32_t> ids, std::span<const float> gates,
+                      const Contract& contract) {
+    return judgeRecorded(c, ids, gates, contract, config_, levels_);
+  }
+  Verdict token(std::span<const float> logits, int32_t k, std::span<const int32_t> ids,
+                std::span<const float> gates, const Contract& contract) {
+    return judgeToken(logits, k, ids, gates, contract, config_, levels_);
+  }
+  const VerdictConfig& config() const { return config_; }
+  const LevelCounters& levels() const { return levels_; }
+
+ private:
+  VerdictConfig config_;
+  LevelCounters levels_;
+};
 
 // True for rows whose spec values are real numbers: no NaN, no +inf, some logit > -inf.
 bool isRealRow(std::span<const float> logits);

@@ -1,0 +1,47 @@
+#include "moe/fuzz/violation_kind.hpp"
+
+#include <array>
+#include <utility>
+
+namespace moe::fuzz {
+
+namespace {
+
+// The one name table. The spellings are an interface (scripts grep signatures): never
+// rename one.
+constexpr std::array<std::pair<ViolationKind, std::string_view>, 12> kNames = {{
+    {ViolationKind::kNone, "none"},
+    {ViolationKind::kIdOutOfRange, "id-out-of-range"},
+    {ViolationKind::kIdRepeated, "id-repeated"},
+    {ViolationKind::kSlotCount, "slot-count"},
+    {ViolationKind::kEmptySlot, "empty-slot"},
+    {ViolationKind::kGateNonfinite, "gate-nonfinite"},
+    {ViolationKind::kTieHigherIndex, "tie-higher-index"},
+    {ViolationKind::kKeptSet, "kept-set"},
+    {ViolationKind::kBeatenKept, "beaten-kept"},
+    {ViolationKind::kSlotOrder, "slot-order"},
+    {ViolationKind::kGateError, "gate-error"},
+    {ViolationKind::kBatchVariance, "batch-variance"},
+}};
+
+}  // namespace
+
+std::string_view kindName(ViolationKind kind) {
+  for (const auto& [k, name] : kNames) {
+    if (k == kind) return name;
+  }
+  return "unknown";
+}
+
+std::optional<ViolationKind> kindFromName(std::string_view name) {
+  for (const auto& [k, n] : kNames) {
+    if (n == name) return k;
+  }
+  return std::nullopt;
+}
+
+bool isTokenKind(ViolationKind kind) {
+  return kind != ViolationKind::kNone && kind != ViolationKind::kBatchVariance;
+}
+
+}  // namespace moe::fuzz
