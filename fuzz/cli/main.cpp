@@ -1,10 +1,16 @@
 // moe-oracle: fuzz / replay / explain (docs/fuzz.md). Exit codes: 0 = no violation,
-// 1 = a violation or a failed replay, 2 = bad usage or a router that cannot be loaded.
+// 1 = a violation or a failed replay, 2 = bad usage, unreadable input or a router that
+// cannot be loaded, 3 = insufficient coverage (too few tokens judged, or most cases
+// abstained), 130 / 143 = interrupted by SIGINT / SIGTERM (summary still printed).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -14,82 +20,166 @@
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/vectors.hpp"
 
+#ifndef MOE_ORACLE_VERSION
+#define MOE_ORACLE_VERSION "unknown"
+#endif
+
 namespace {
 
 using namespace moe::fuzz;
 
-void addBudgetFlags(CLI::App* cmd, VerdictConfig& config, double& factor, double& ulp,
-                    bool& noFloor) {
-  cmd->add_option("--gate-factor", factor,
-                  "gate budget: multiple of the binary32 spec's own gate error (overrides the "
-                  "contract's spec32_factor)");
-  cmd->add_option("--gate-ulp", ulp,
-                  "gate budget: extra ulps of the exact gate (overrides "
-                  "the contract's ulp)");
-  cmd->add_flag("--no-analytic-floor", noFloor,
-                "drop the derived first-order gate bound from the budget (docs/fuzz.md)");
-  (void)config;
+volatile std::sig_atomic_t gStopSignal = 0;
+
+extern "C" void onStopSignal(int sig) {
+  gStopSignal = sig;
 }
 
-void applyBudgetFlags(VerdictConfig& config, double factor, double ulp, bool noFloor) {
-  if (factor >= 0) config.gateFactor = factor;
-  if (ulp >= 0) config.gateUlp = ulp;
-  config.analyticFloor = !noFloor;
+// A number that must be finite and > 0 (or >= 0): CLI11's own range check prints the
+// limits of double with 309 digits and lets nan through.
+CLI::Validator positiveFinite(bool allowZero) {
+  return CLI::Validator(
+      [allowZero](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return "not a number: " + text;
+        } catch (const std::exception&) {
+          return "not a number: " + text;
+        }
+        if (!std::isfinite(v) || v < 0 || (!allowZero && v == 0)) {
+          return fmt::format("{} must be {} and finite", text, allowZero ? ">= 0" : "> 0");
+        }
+        return "";
+      },
+      allowZero ? "NUMBER >= 0" : "NUMBER > 0");
 }
 
-int runFuzz(const std::string& impl, double seconds, uint64_t seed, bool seedGiven,
-            const std::string& out, bool json, const VerdictConfig& config) {
-  std::unique_ptr<Router> router;
-  try {
-    router = openRouter(impl);
-  } catch (const RouterLoadError& e) {
-    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
-    return 2;
-  }
-  if (!seedGiven) seed = std::random_device{}();
-  CampaignOptions options;
-  options.seconds = seconds;
-  options.seed = seed;
-  options.outDir = out;
-  options.config = config;
-  options.progress = true;
-  std::fprintf(stderr, "moe-oracle fuzz %s: seed %llu, %.0f s; contract %s\n",
-               router->name().c_str(), static_cast<unsigned long long>(seed), seconds,
-               contractToJSON(router->contract()).c_str());
-  CampaignSummary s = runCampaign(*router, options);
-  if (!s.violations.empty()) std::fputs(s.violations[0].report.c_str(), stderr);
-  std::fputs(summaryText(s).c_str(), stderr);
-  if (s.cases > 0 && s.abstained == s.cases) {
-    std::fprintf(stderr, "moe-oracle fuzz: warning: %s abstained on every case\n",
-                 router->name().c_str());
-  }
-  if (json) {
-    std::cout << summaryJSON(s).dump() << "\n";
-  } else if (!s.violations.empty()) {
-    std::cout << "reproducer: " << s.violations[0].reproducer << "\n"
-              << s.violations[0].signature << "\n";
-  }
-  return s.violations.empty() ? 0 : 1;
-}
+// Flags shared by fuzz, replay and explain: the verdict's knobs.
+struct VerdictFlags {
+  double gateFactor = -1, gateUlp = -1;
+  bool noFloor = false;
+  std::string tieOrder;
 
-std::unique_ptr<Router> openOptional(const std::string& impl, const char* cmd, bool& failed) {
-  failed = false;
-  if (impl.empty()) return nullptr;
+  void add(CLI::App* cmd) {
+    cmd->add_option("--gate-factor", gateFactor,
+                    "gate budget: multiple of the binary32 spec's own gate error (overrides the "
+                    "contract's spec32_factor)")
+        ->check(positiveFinite(false));
+    cmd->add_option("--gate-ulp", gateUlp,
+                    "gate budget: extra ulps of the exact gate (overrides the contract's ulp)")
+        ->check(positiveFinite(true));
+    cmd->add_flag("--no-analytic-floor", noFloor,
+                  "drop the derived first-order gate bound from the budget (docs/fuzz.md)");
+    cmd->add_option("--tie-order", tieOrder,
+                    "who wins an exact tie: lowest-index (the spec) or any (overrides the "
+                    "contract's tie_order)")
+        ->check(CLI::IsMember({"lowest-index", "any"}));
+  }
+  VerdictConfig config() const {
+    VerdictConfig c;
+    if (gateFactor >= 0) c.gateFactor = gateFactor;
+    if (gateUlp >= 0) c.gateUlp = gateUlp;
+    c.analyticFloor = !noFloor;
+    if (!tieOrder.empty()) c.tieOrder = parseTieOrder(tieOrder, "--tie-order");
+    return c;
+  }
+};
+
+struct FuzzFlags {
+  std::string impl, out = "moe-oracle-out";
+  double seconds = 10, shrinkSeconds = 10;
+  uint64_t seed = 0, minTokens = 1000;
+  bool json = false, keepGoing = false;
+  std::string experts, k, tokens;
+  CLI::Option* seedOption = nullptr;
+};
+
+std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd) {
   try {
     return openRouter(impl);
   } catch (const RouterLoadError& e) {
     std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
-    failed = true;
     return nullptr;
   }
 }
 
+// The shapes to draw: the contract's "shapes", then the flags over them.
+ShapeSpace shapeSpace(const FuzzFlags& f, const Contract& contract) {
+  ShapeSpace space;
+  if (!contract.shapes.experts.empty()) space.experts = contract.shapes.experts;
+  if (!contract.shapes.k.empty()) space.k = contract.shapes.k;
+  if (contract.shapes.maxTokens > 0) {
+    space.tokens = space.tokens.clamp(0, contract.shapes.maxTokens);
+  }
+  if (!f.experts.empty()) space.experts = IntSet::parse(f.experts, "--experts", 0, kDrawMaxExperts);
+  if (!f.k.empty()) space.k = IntSet::parse(f.k, "--k", 0, kDrawMaxExperts + 2);
+  if (!f.tokens.empty()) {
+    space.tokens = IntSet::parse(f.tokens, "--tokens", 0, kDrawMaxTokens);
+    space.tokensGiven = true;
+  }
+  space.validate();
+  return space;
+}
+
+// --out is made and tried before any case runs: a finding must never be lost to it.
+bool prepareOut(const std::string& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || !std::filesystem::is_directory(out) || access(out.c_str(), W_OK) != 0) {
+    std::fprintf(stderr, "moe-oracle fuzz: --out %s cannot be created or written%s%s\n",
+                 out.c_str(), ec ? ": " : "", ec ? ec.message().c_str() : "");
+    return false;
+  }
+  return true;
+}
+
+int runFuzz(const FuzzFlags& f, const VerdictConfig& config) {
+  std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz");
+  if (!router) return 2;
+  CampaignOptions options;
+  try {
+    options.shapes = shapeSpace(f, router->contract());
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
+    return 2;
+  }
+  if (!prepareOut(f.out)) return 2;
+  options.seconds = f.seconds;
+  options.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
+  options.outDir = f.out;
+  options.config = config;
+  options.keepGoing = f.keepGoing;
+  options.shrinkSeconds = f.shrinkSeconds;
+  options.minTokens = f.minTokens;
+  options.stop = &gStopSignal;
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  std::fprintf(stderr, "moe-oracle fuzz %s: seed %llu, %g s, shapes %s%s; contract %s\n",
+               router->name().c_str(), static_cast<unsigned long long>(options.seed), f.seconds,
+               options.shapes.text().c_str(), f.keepGoing ? ", keep going" : "",
+               contractToJSON(router->contract()).c_str());
+  CampaignSummary s = runCampaign(*router, options);
+  for (const auto& v : s.violations) std::fputs(v.report.c_str(), stderr);
+  std::fputs(summaryText(s).c_str(), stderr);
+  if (f.json) {
+    std::cout << summaryJSON(s).dump() << "\n";
+  } else {
+    for (const auto& v : s.violations) {
+      if (!v.reproducer.empty()) std::cout << "reproducer: " << v.reproducer << "\n";
+      std::cout << v.signature << "\n";
+    }
+  }
+  if (gStopSignal != 0) return 128 + gStopSignal;
+  return s.exitCode();
+}
+
 int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
               const VerdictConfig& config) {
-  bool failed;
-  auto router = openOptional(impl, "replay", failed);
-  if (failed) return 2;
-  // Exit 2 when any file or test cannot be read (bad input), else 1 when a test fails.
+  std::unique_ptr<Router> router;
+  if (!impl.empty() && !(router = openOrSay(impl, "replay"))) return 2;
+  // Exit 2 when any file or test cannot be read (bad input) or nothing could be run, else 1
+  // when a test fails.
   int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& path : files) {
@@ -107,7 +197,8 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
                         {"passed", s.passed},
                         {"failed", s.failed},
                         {"skipped", s.skipped},
-                        {"messages", s.lines}});
+                        {"messages", s.lines},
+                        {"failures", s.failures}});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "moe-oracle replay: %s\n", e.what());
       ++totalFailed;
@@ -125,13 +216,16 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
               << "\n";
   }
   if (unreadable > 0) return 2;
+  if (totalPassed + totalFailed == 0) {
+    std::fprintf(stderr, "moe-oracle replay: no test read: nothing in the input could be run\n");
+    return 2;
+  }
   return totalFailed > 0 ? 1 : 0;
 }
 
 int runExplain(const std::string& path, const std::string& impl, const VerdictConfig& config) {
-  bool failed;
-  auto router = openOptional(impl, "explain", failed);
-  if (failed) return 2;
+  std::unique_ptr<Router> router;
+  if (!impl.empty() && !(router = openOrSay(impl, "explain"))) return 2;
   try {
     int unexplained = 0;
     std::cout << explainVectors(loadVectorFile(path), router.get(), config, &unexplained);
@@ -147,48 +241,72 @@ int runExplain(const std::string& path, const std::string& impl, const VerdictCo
   return 0;
 }
 
-}  // namespace
-
-namespace {
+void addFuzz(CLI::App& app, FuzzFlags& f) {
+  auto* fuzz = app.add_subcommand(
+      "fuzz",
+      "fuzz a router against the oracle; on the first violation (or, with --keep-going, at "
+      "the end) write shrunk reproducers and exit 1");
+  fuzz->add_option("--impl", f.impl,
+                   "built-in router name (moe-oracle list... e.g. scalar-probs), spec32, or a "
+                   "shared library exporting moe_route_v1 (a value with '/' or ending in .so is "
+                   "a path, relative to the current directory)")
+      ->required();
+  fuzz->add_option("--seconds", f.seconds, "time limit (default 10)")->check(positiveFinite(false));
+  f.seedOption =
+      fuzz->add_option("--seed", f.seed,
+                       "seed of the case stream, 0 to 2^64-1 (default: random, "
+                       "printed)")
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+                  return "--seed takes a whole number from 0 to 2^64-1, got " + text;
+                }
+                return "";
+              },
+              "0..2^64-1"));
+  fuzz->add_option("--out", f.out, "where reproducers go (default ./moe-oracle-out)");
+  fuzz->add_flag("--json", f.json, "print one JSON summary object on stdout");
+  fuzz->add_flag("--keep-going", f.keepGoing,
+                 "do not stop at the first violation: count every kind, report each once with "
+                 "its smallest reproducer");
+  fuzz->add_option("--experts", f.experts,
+                   "experts to draw: values and ranges, e.g. 256 or 1-64,128 (default 0-4096, "
+                   "or the contract's shapes)");
+  fuzz->add_option("--k", f.k, "k to draw: values and ranges (default 0 to E+2 per case)");
+  fuzz->add_option("--tokens", f.tokens,
+                   "batch sizes to draw: values and ranges, e.g. 1-65536 (default 0-65536, "
+                   "mostly small)");
+  fuzz->add_option("--shrink-seconds", f.shrinkSeconds,
+                   "time cap on shrinking each violation (default 10; 0: no shrinking)")
+      ->check(positiveFinite(true));
+  fuzz->add_option("--min-tokens", f.minTokens,
+                   "fewer tokens judged than this is insufficient coverage, exit 3 (default "
+                   "1000)");
+}
 
 int runMain(int argc, char** argv) {
   CLI::App app{
       "moe-oracle: a differential fuzzer for Mixture-of-Experts top-k routing, judged "
-      "against a verified reference (exit 0: no violation, 1: violation, 2: usage)"};
+      "against a verified reference (exit 0: no violation, 1: violation, 2: usage, 3: "
+      "insufficient coverage)"};
+  app.set_version_flag("--version", std::string("moe-oracle ") + MOE_ORACLE_VERSION);
   app.require_subcommand(1);
-  VerdictConfig config;
-  double gateFactor = -1, gateUlp = -1;
-  bool noFloor = false;
-
-  std::string impl, out = "moe-oracle-out";
-  double seconds = 10;
-  uint64_t seed = 0;
-  bool json = false;
-  auto* fuzz = app.add_subcommand("fuzz",
-                                  "fuzz a router against the oracle; on the first "
-                                  "violation write a reproducer and exit 1");
-  fuzz->add_option("--impl", impl,
-                   "built-in router name (e.g. scalar-probs), spec32, or a path "
-                   "to a shared library exporting moe_route_v1")
-      ->required();
-  fuzz->add_option("--seconds", seconds, "time limit (default 10)")->check(CLI::PositiveNumber);
-  auto* seedOpt = fuzz->add_option("--seed", seed,
-                                   "seed of the case stream (default: random, "
-                                   "printed)");
-  fuzz->add_option("--out", out, "where reproducers go (default ./moe-oracle-out)");
-  fuzz->add_flag("--json", json, "print one JSON summary object on stdout");
-  addBudgetFlags(fuzz, config, gateFactor, gateUlp, noFloor);
+  VerdictFlags verdict;
+  FuzzFlags f;
+  addFuzz(app, f);
+  verdict.add(app.get_subcommand("fuzz"));
 
   std::vector<std::string> files;
   std::string replayImpl;
   bool replayJson = false;
   auto* replay = app.add_subcommand("replay",
                                     "replay golden vectors and reproducers; exit 1 on a "
-                                    "failing test, 2 on input that cannot be read");
+                                    "failing test, 2 on input that cannot be read or holds no "
+                                    "runnable test");
   replay->add_option("files", files, "vector files (JSON)")->required()->check(CLI::ExistingFile);
   replay->add_option("--impl", replayImpl, "also run this router (name or .so) on every test");
   replay->add_flag("--json", replayJson, "print a JSON summary on stdout");
-  addBudgetFlags(replay, config, gateFactor, gateUlp, noFloor);
+  verdict.add(replay);
 
   std::string explainFile, explainImpl;
   auto* explain = app.add_subcommand("explain", "tell one vector file's cases for a person");
@@ -196,18 +314,37 @@ int runMain(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   explain->add_option("--impl", explainImpl,
-                      "router to explain (default: the recorded output, "
+                      "router to rerun on each case and explain (default: the recorded output, "
                       "or spec32 for RoutingTest)");
-  addBudgetFlags(explain, config, gateFactor, gateUlp, noFloor);
+  verdict.add(explain);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
+    if (e.get_name() == "RequiredError" && app.get_subcommands().empty()) {
+      std::fprintf(stderr,
+                   "moe-oracle: a subcommand is required: fuzz, replay or explain "
+                   "(moe-oracle --help)\n");
+      return 2;
+    }
+    if (e.get_name() == "ExtrasError" && app.get_subcommands().empty()) {
+      std::fprintf(stderr,
+                   "moe-oracle: unknown subcommand %s: the subcommands are fuzz, replay and "
+                   "explain (moe-oracle --help)\n",
+                   argc > 1 ? argv[1] : "");
+      return 2;
+    }
+    const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  applyBudgetFlags(config, gateFactor, gateUlp, noFloor);
-  if (*fuzz) return runFuzz(impl, seconds, seed, seedOpt->count() > 0, out, json, config);
+  VerdictConfig config;
+  try {
+    config = verdict.config();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "moe-oracle: %s\n", e.what());
+    return 2;
+  }
+  if (*app.get_subcommand("fuzz")) return runFuzz(f, config);
   if (*replay) return runReplay(files, replayImpl, replayJson, config);
   if (*explain) return runExplain(explainFile, explainImpl, config);
   return 2;

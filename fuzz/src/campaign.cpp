@@ -1,6 +1,7 @@
 #include "moe/fuzz/campaign.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -9,65 +10,146 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/shrink.hpp"
 
 namespace moe::fuzz {
 
 namespace {
 
-std::string writeReproducer(const Router& router, const Case& c, const CaseResult& r,
-                            const CampaignOptions& options) {
-  std::filesystem::create_directories(options.outDir);
-  std::string stem = fmt::format("{}-{}-E{}-k{}-seed{}", router.name(), r.violation->kind,
-                                 c.experts, c.k, options.seed);
+struct Band {
+  const char* name;
+  int64_t lo, hi;
+};
+constexpr Band kExpertBands[] = {{"0", 0, 0},
+                                 {"1", 1, 1},
+                                 {"2-8", 2, 8},
+                                 {"9-64", 9, 64},
+                                 {"65-256", 65, 256},
+                                 {"257-1024", 257, 1024},
+                                 {"1025-4096", 1025, kDrawMaxExperts}};
+constexpr Band kKBands[] = {
+    {"0", 0, 0}, {"1", 1, 1}, {"2-8", 2, 8}, {"9-64", 9, 64}, {"65+", 65, INT32_MAX}};
+constexpr Band kTokenBands[] = {{"0", 0, 0},
+                                {"1", 1, 1},
+                                {"2-64", 2, 64},
+                                {"65-4095", 65, 4095},
+                                {"4096-65536", 4096, kDrawMaxTokens}};
+
+template <size_t N>
+const char* bandOf(const Band (&bands)[N], int64_t v) {
+  for (const Band& b : bands) {
+    if (b.lo <= v && v <= b.hi) return b.name;
+  }
+  return "other";
+}
+
+template <size_t N>
+std::string bandText(const Band (&bands)[N], const std::map<std::string, uint64_t>& counts) {
+  std::string out;
+  for (const Band& b : bands) {
+    auto it = counts.find(b.name);
+    out += fmt::format(" {}:{}", b.name, it == counts.end() ? 0 : it->second);
+  }
+  return out;
+}
+
+// The file name says router and kind (and the seed, so runs do not overwrite each other).
+std::string reproducerPath(const Router& router, ViolationKind kind, const CampaignOptions& o) {
+  std::string stem = fmt::format("{}-{}-seed{}", router.name(), kindName(kind), o.seed);
   for (char& ch : stem) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
   }
-  std::filesystem::path path = std::filesystem::path(options.outDir) / (stem + ".json");
-  nlohmann::json provenance = {
-      {"tool", "moe-oracle fuzz"}, {"seed", options.seed}, {"impl", router.name()}};
-  std::ofstream out(path);
-  out << reproducerFile(router, c, r, provenance).dump(2) << "\n";
-  if (!out) throw std::runtime_error(fmt::format("cannot write reproducer {}", path.string()));
-  return path.string();
+  return (std::filesystem::path(o.outDir) / (stem + ".json")).string();
 }
 
-// A violation of one token that the token alone reproduces (same kind) is reported on that
-// one-token case: a small reproducer that says exactly what broke.
-void shrinkToToken(const Router& router, const CampaignOptions& options, Case& c, CaseResult& r,
-                   LevelCounters& levels) {
-  if (c.tokens == 1 || r.violation->token < 0 || r.violation->kind == "batch-variance") return;
-  Case alone = c;
-  alone.tokens = 1;
-  alone.split = 0;
-  auto row = c.row(r.violation->token);
-  alone.logits.assign(row.begin(), row.end());
-  CaseResult again = judgeCase(router, alone, options.config, levels);
-  if (again.violation && again.violation->kind == r.violation->kind) {
-    c = std::move(alone);
-    r = std::move(again);
+// Writes the reproducer; on failure says so on stderr and returns "" (the caller still
+// prints the whole report, so the finding is not lost).
+std::string writeReproducer(const Router& router, const Case& c, const CaseResult& r,
+                            const CampaignOptions& options) {
+  const std::string path = reproducerPath(router, r.violation->kind, options);
+  nlohmann::json provenance = {
+      {"tool", "moe-oracle fuzz"}, {"seed", options.seed}, {"impl", router.name()}};
+  std::error_code ec;
+  std::filesystem::create_directories(options.outDir, ec);
+  std::ofstream out(path);
+  out << reproducerFile(router, c, r, provenance).dump(2) << "\n";
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
+                 path.c_str());
+    return "";
   }
+  std::filesystem::permissions(
+      path,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      ec);
+  return path;
+}
+
+FoundViolation record(const Router& router, const Case& c, const CaseResult& r,
+                      const CampaignOptions& options) {
+  FoundViolation f;
+  f.kind = r.violation->kind;
+  f.signature = signatureLine(router.name(), f.kind);
+  f.report = mismatchReport(router, c, r);
+  f.reproducer = writeReproducer(router, c, r, options);
+  f.count = 1;
+  f.logits = c.logits.size();
+  f.experts = c.experts;
+  f.k = c.k;
+  f.tokens = c.tokens;
+  return f;
 }
 
 }  // namespace
+
+void Coverage::add(int32_t e, int32_t kk, int32_t judged) {
+  experts[bandOf(kExpertBands, e)] += static_cast<uint64_t>(judged);
+  k[bandOf(kKBands, kk)] += static_cast<uint64_t>(judged);
+  kVsExperts[kk < e ? "k<E" : kk == e ? "k=E" : "k>E"] += static_cast<uint64_t>(judged);
+}
+
+bool CampaignSummary::insufficientCoverage() const {
+  return tokens < minTokens || abstained * 2 > cases;
+}
+
+int CampaignSummary::exitCode() const {
+  if (!violations.empty()) return 1;
+  return insufficientCoverage() ? 3 : 0;
+}
 
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options) {
   using Clock = std::chrono::steady_clock;
   CampaignSummary s;
   s.impl = router.name();
   s.seed = options.seed;
+  s.minTokens = options.minTokens;
+  Judge judge(options.config);
+  Judge shrinkJudge(options.config);  // shrinking's runs are not coverage
   SeededSource source(options.seed);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
   const auto start = Clock::now();
   auto lastProgress = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   while (elapsed() < options.seconds && (options.maxCases == 0 || s.cases < options.maxCases)) {
-    Case c = decodeCase(source);  // not const: a violation shrinks it
-    CaseResult r = judgeCase(router, c, options.config, s.levels);
+    if (options.stop && *options.stop) {
+      s.interrupted = true;
+      break;
+    }
+    Case c = drawCase(source, options.shapes);  // not const: a violation shrinks it
+    CaseResult r = judge.run(router, c);
     ++s.cases;
     if (r.abstained) {
       ++s.abstained;
+      ++s.coverage.abstainReasons[r.abstainReason];
       continue;
     }
-    s.tokens += static_cast<uint64_t>(c.tokens);
+    // Tokens judged: every token, or those up to the violating one.
+    const auto judged = static_cast<int32_t>(r.tokens.size());
+    s.tokens += static_cast<uint64_t>(judged);
+    s.coverage.add(c.experts, c.k, judged);
+    s.coverage.tokens[bandOf(kTokenBands, c.tokens)] += static_cast<uint64_t>(judged);
     for (const Verdict& v : r.tokens) {
       if (v.outcome == Outcome::kExact) ++s.exact;
       if (v.outcome == Outcome::kAcceptable) {
@@ -77,24 +159,37 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     }
     if (r.violation) {
       ++s.violation;
-      shrinkToToken(router, options, c, r, s.levels);
-      FoundViolation f;
-      f.kind = r.violation->kind;
-      f.signature = signatureLine(router.name(), f.kind, c.experts, c.k);
-      f.report = mismatchReport(router, c, r);
-      f.reproducer = writeReproducer(router, c, r, options);
-      s.violations.push_back(std::move(f));
-      break;  // the first violation ends the campaign (issue 4)
+      auto same =
+          std::find_if(s.violations.begin(), s.violations.end(),
+                       [&](const FoundViolation& f) { return f.kind == r.violation->kind; });
+      if (same == s.violations.end()) {
+        shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds);
+        s.violations.push_back(record(router, c, r, options));
+      } else {
+        ++same->count;
+        if (c.logits.size() < same->logits) {  // a smaller case of a known kind
+          const uint64_t count = same->count;
+          *same = record(router, c, r, options);
+          same->count = count;
+        }
+      }
+      if (!options.keepGoing) break;
     }
-    if (options.progress && Clock::now() - lastProgress > std::chrono::seconds(1)) {
-      lastProgress = Clock::now();
-      std::fprintf(stderr, "\rmoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens, %.0f cases/s ",
-                   router.name().c_str(), elapsed(), static_cast<unsigned long long>(s.cases),
-                   static_cast<unsigned long long>(s.tokens), s.cases / elapsed());
+    if (options.progress) {
+      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
+      if (Clock::now() - lastProgress > every) {
+        lastProgress = Clock::now();
+        std::fprintf(
+            stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens, %.0f cases/s%s",
+            terminal ? "\r" : "", router.name().c_str(), elapsed(),
+            static_cast<unsigned long long>(s.cases), static_cast<unsigned long long>(s.tokens),
+            s.cases / elapsed(), terminal ? " " : "\n");
+      }
     }
   }
-  if (options.progress) std::fprintf(stderr, "\n");
+  if (options.progress && terminal) std::fprintf(stderr, "\n");
   s.seconds = elapsed();
+  s.levels = judge.levels();
   return s;
 }
 
@@ -118,10 +213,23 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                  {"gate_double", l.gateDouble},
                  {"gate_certified", l.gateCertified},
                  {"gate_undecided", l.gateUndecided}};
+  const Coverage& cov = s.coverage;
+  j["coverage"] = {{"experts", cov.experts},    {"k", cov.k},
+                   {"tokens", cov.tokens},      {"k_vs_experts", cov.kVsExperts},
+                   {"abstained", s.abstained},  {"abstain_reasons", cov.abstainReasons},
+                   {"min_tokens", s.minTokens}, {"insufficient", s.insufficientCoverage()}};
+  for (const char* key : {"experts", "k", "tokens", "k_vs_experts", "abstain_reasons"}) {
+    if (j["coverage"][key].is_null()) j["coverage"][key] = nlohmann::json::object();
+  }
+  j["interrupted"] = s.interrupted;
   j["violations"] = nlohmann::json::array();
   for (const auto& v : s.violations) {
     j["violations"].push_back(
-        {{"signature", v.signature}, {"kind", v.kind}, {"reproducer", v.reproducer}});
+        {{"signature", v.signature},
+         {"kind", std::string(kindName(v.kind))},
+         {"count", v.count},
+         {"reproducer", v.reproducer},
+         {"shape", {{"experts", v.experts}, {"k", v.k}, {"tokens", v.tokens}}}});
   }
   return j;
 }
@@ -130,15 +238,37 @@ std::string summaryText(const CampaignSummary& s) {
   std::string reasons;
   for (const auto& [reason, n] : s.acceptableReasons) reasons += fmt::format(" {}={}", reason, n);
   const LevelCounters& l = s.levels;
-  return fmt::format(
+  const Coverage& cov = s.coverage;
+  std::string out = fmt::format(
       "moe-oracle fuzz {}: seed {}, {:.1f} s, {} cases ({} tokens, {} abstained), {:.0f} cases/s\n"
       "verdicts (per token): exact {}, acceptable {}{}, violation {}\n"
       "decided at: selection float {} / double {} / certified {} / undecided {}; gates double "
-      "{} / certified {} / undecided {}\n",
+      "{} / certified {} / undecided {}\n"
+      "coverage (tokens judged): E{}; k{}; T{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.tokens, s.abstained, s.casesPerSecond(), s.exact,
       s.acceptable, reasons.empty() ? "" : " (" + reasons.substr(1) + ")", s.violation,
       l.selectionFloat, l.selectionDouble, l.selectionCertified, l.selectionUndecided, l.gateDouble,
-      l.gateCertified, l.gateUndecided);
+      l.gateCertified, l.gateUndecided, bandText(kExpertBands, cov.experts),
+      bandText(kKBands, cov.k), bandText(kTokenBands, cov.tokens));
+  if (s.abstained > 0) {
+    std::string why;
+    for (const auto& [reason, n] : cov.abstainReasons) why += fmt::format(", {} ({})", reason, n);
+    out += fmt::format("abstained (not judged): {} cases{}\n", s.abstained, why);
+  }
+  for (const auto& v : s.violations) {
+    out +=
+        fmt::format("violation {}: {} case(s); smallest reproducer {} (E = {}, k = {}, T = {})\n",
+                    kindName(v.kind), v.count, v.reproducer.empty() ? "(not saved)" : v.reproducer,
+                    v.experts, v.k, v.tokens);
+  }
+  if (s.violations.empty() && s.insufficientCoverage()) {
+    out += fmt::format(
+        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
+        "abstained: this run is not a pass (exit 3)\n",
+        s.tokens, s.minTokens, s.abstained, s.cases);
+  }
+  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  return out;
 }
 
 }  // namespace moe::fuzz

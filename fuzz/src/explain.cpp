@@ -73,7 +73,7 @@ void explainVerdict(fmt::memory_buffer& out, const Verdict& v, const std::string
                    v.reason, v.margin);
   }
   if (v.outcome == Outcome::kViolation) {
-    fmt::format_to(std::back_inserter(out), " [{}]\n  why: {}", v.kind, v.certificate);
+    fmt::format_to(std::back_inserter(out), " [{}]\n  why: {}", kindName(v.kind), v.certificate);
   }
   fmt::format_to(std::back_inserter(out), "\n");
 }
@@ -85,7 +85,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
   checkVectorLayout(file);
   fmt::memory_buffer out;
   std::unique_ptr<Router> spec = makeSpec32Router();
-  LevelCounters levels;
+  Judge judge(config);
   for (const auto& g : file["testGroups"]) {
     const std::string type = g["type"].get<std::string>();
     for (const auto& t : g["tests"]) {
@@ -100,7 +100,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           c.logits = v.logits;
           c.allowNaN = true;
           const Router& who = impl ? *impl : *spec;
-          CaseResult r = judgeCase(who, c, config, levels);
+          CaseResult r = judge.run(who, c);
           if (r.abstained) {
             explainToken(out, c.row(0), c.k, {}, {});
             fmt::format_to(std::back_inserter(out), "{} abstained: {}\n", who.name(),
@@ -113,33 +113,52 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           Case c = caseOfReproducer(t);
           Contract contract =
               t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
-          std::vector<int32_t> ids = t.at("ids").get<std::vector<int32_t>>();
+          std::vector<int32_t> ids;
           std::vector<float> gates;
-          for (const auto& x : t.at("gates")) gates.push_back(parseHex32(x.get<std::string>()));
-          if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size()) {
-            throw std::invalid_argument("ids/gates must hold tokens * k entries");
+          std::string who;
+          CaseResult r;
+          if (impl) {
+            // Rerun the router asked for on the case, and explain what it does now.
+            r = judge.run(*impl, c);
+            if (r.abstained) {
+              fmt::format_to(std::back_inserter(out), "{} abstained: {}\n", impl->name(),
+                             r.abstainReason);
+              continue;
+            }
+            ids = r.output.ids;
+            gates = r.output.gates;
+            who = impl->name() + " (rerun now)";
+          } else {
+            ids = t.at("ids").get<std::vector<int32_t>>();
+            for (const auto& x : t.at("gates")) gates.push_back(parseHex32(x.get<std::string>()));
+            if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size()) {
+              throw std::invalid_argument("ids/gates must hold tokens * k entries");
+            }
+            r = judge.recorded(c, ids, gates, contract);
+            who = t.value("impl", std::string("?")) + " (recorded output)";
           }
-          CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
           int32_t token = t.value("token", 0);
           if (r.violation) token = r.violation->token;
           token = std::clamp(token, 0, c.tokens - 1);
           const size_t k = static_cast<size_t>(c.k);
-          fmt::format_to(std::back_inserter(out),
-                         "implementation {} (recorded output), token {} "
-                         "of {}:\n",
-                         t.value("impl", std::string("?")), token, c.tokens);
+          if (c.tokens == 0) {
+            fmt::format_to(std::back_inserter(out), "{}: no tokens in this case\n", who);
+            continue;
+          }
+          fmt::format_to(std::back_inserter(out), "implementation {}, token {} of {}:\n", who,
+                         token, c.tokens);
           explainToken(out, c.row(token), c.k, std::span<const int32_t>(ids).subspan(token * k, k),
                        std::span<const float>(gates).subspan(token * k, k));
           if (r.violation) {
-            explainVerdict(out, *r.violation, "the recorded output");
-          } else if (t.value("kind", std::string()) == "batch-variance") {
+            explainVerdict(out, *r.violation, who);
+          } else if (!impl && t.value("kind", std::string()) == "batch-variance") {
             fmt::format_to(std::back_inserter(out),
                            "recorded kind batch-variance: each token alone is judged {}; the "
                            "difference shows only when the router is rerun (moe-oracle replay "
                            "--impl)\n",
                            outcomeName(r.worst()));
           } else {
-            explainVerdict(out, r.tokens.at(static_cast<size_t>(token)), "the recorded output");
+            explainVerdict(out, r.tokens.at(static_cast<size_t>(token)), who);
           }
         } else {
           fmt::format_to(std::back_inserter(out), "group type {} is not read by moe-oracle\n",

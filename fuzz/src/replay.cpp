@@ -1,13 +1,13 @@
 // replayVectors: golden vectors against the oracle and routers; reproducers re-judged.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
-#include "moe/routers.hpp"
 
 namespace moe::fuzz {
 
@@ -49,9 +49,15 @@ std::string checkRoutingAgainstOracle(const RoutingVector& v) {
   return "";
 }
 
-void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
-                        const VerdictConfig& config, ReplaySummary& out) {
-  LevelCounters levels;
+void fail(ReplaySummary& out, int64_t tcId, std::string kind, std::string certificate,
+          std::string line) {
+  ++out.failed;
+  out.failures.push_back({tcId, std::move(kind), std::move(certificate)});
+  out.lines.push_back(std::move(line));
+}
+
+void replayRoutingGroup(const nlohmann::json& tests, const Router* impl, Judge& judge,
+                        ReplaySummary& out) {
   for (const auto& t : tests) {
     RoutingVector v;
     try {
@@ -71,8 +77,8 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
         why = e.what();
       }
       if (!why.empty()) {
-        ++out.failed;
-        out.lines.push_back(fmt::format("RoutingTest tcId {}: oracle: {}", v.tcId, why));
+        fail(out, v.tcId, "oracle-mismatch", why,
+             fmt::format("RoutingTest tcId {}: oracle: {}", v.tcId, why));
         continue;
       }
     }
@@ -81,11 +87,12 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
       c.experts = static_cast<int32_t>(v.logits.size());
       c.k = v.k;
       c.logits = v.logits;
-      CaseResult r = judgeCase(*impl, c, config, levels);
+      CaseResult r = judge.run(*impl, c);
       if (r.violation) {
-        ++out.failed;
-        out.lines.push_back(fmt::format("RoutingTest tcId {}: {} violates: {}: {}", v.tcId,
-                                        impl->name(), r.violation->kind, r.violation->certificate));
+        const std::string kind(kindName(r.violation->kind));
+        fail(out, v.tcId, kind, r.violation->certificate,
+             fmt::format("RoutingTest tcId {}: {} violates: {}: {}", v.tcId, impl->name(), kind,
+                         r.violation->certificate));
         continue;
       }
     }
@@ -93,9 +100,8 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl,
   }
 }
 
-void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
-                           const VerdictConfig& config, ReplaySummary& out) {
-  LevelCounters levels;
+void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judge& judge,
+                           ReplaySummary& out) {
   for (const auto& t : tests) {
     const int64_t tcId = t.is_object() && t.contains("tcId") && t["tcId"].is_number_integer()
                              ? t["tcId"].get<int64_t>()
@@ -129,13 +135,13 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
     try {
       // 1. The recorded output must still be judged the recorded violation.
       if (kind != "batch-variance" && hasOutput) {
-        CaseResult r = judgeRecorded(c, ids, gates, contract, config, levels);
-        std::string now = r.violation ? r.violation->kind : "no violation";
+        CaseResult r = judge.recorded(c, ids, gates, contract);
+        const std::string now =
+            r.violation ? std::string(kindName(r.violation->kind)) : std::string("no violation");
         if (t.value("verdict", std::string("violation")) == "violation" && now != kind) {
-          ++out.failed;
-          out.lines.push_back(
-              fmt::format("RouterReproducer tcId {}: recorded output was {} and is now judged {}",
-                          tcId, kind, now));
+          fail(out, tcId, "verdict-changed", r.violation ? r.violation->certificate : "",
+               fmt::format("RouterReproducer tcId {}: recorded output was {} and is now judged {}",
+                           tcId, kind, now));
           continue;
         }
       } else if (kind == "batch-variance") {
@@ -148,23 +154,25 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
       std::unique_ptr<Router> named;
       const Router* run = impl;
       const std::string name = t.value("impl", std::string());
-      if (!run && moe::findRouter(name)) {
+      const auto builtins = builtinRouterNames();
+      if (!run && std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
         named = openRouter(name);
         run = named.get();
       }
       if (run) {
-        CaseResult r = judgeCase(*run, c, config, levels);
+        CaseResult r = judge.run(*run, c);
         if (r.violation) {
-          ++out.failed;
-          out.lines.push_back(fmt::format("RouterReproducer tcId {}: {} still violates: {}", tcId,
-                                          run->name(), r.violation->kind));
+          const std::string now(kindName(r.violation->kind));
+          fail(out, tcId, now, r.violation->certificate,
+               fmt::format("RouterReproducer tcId {}: {} still violates: {} (token {}): {}", tcId,
+                           run->name(), now, r.violation->token, r.violation->certificate));
           continue;
         }
       }
       ++out.passed;
     } catch (const std::exception& e) {
-      ++out.failed;
-      out.lines.push_back(fmt::format("RouterReproducer tcId {}: {}", tcId, e.what()));
+      fail(out, tcId, "error", e.what(),
+           fmt::format("RouterReproducer tcId {}: {}", tcId, e.what()));
     }
   }
 }
@@ -174,13 +182,14 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl,
 ReplaySummary replayVectors(const nlohmann::json& file, const Router* impl,
                             const VerdictConfig& config) {
   ReplaySummary out;
+  Judge judge(config);
   checkVectorLayout(file);
   for (const auto& g : file["testGroups"]) {
     const std::string type = g["type"].get<std::string>();
     if (type == "RoutingTest") {
-      replayRoutingGroup(g["tests"], impl, config, out);
+      replayRoutingGroup(g["tests"], impl, judge, out);
     } else if (type == "RouterReproducer") {
-      replayReproducerGroup(g["tests"], impl, config, out);
+      replayReproducerGroup(g["tests"], impl, judge, out);
     } else {
       out.skipped += static_cast<int>(g["tests"].size());
       out.lines.push_back(fmt::format("skipped group type {} ({} tests): not read by moe-oracle",

@@ -185,7 +185,9 @@ std::unique_ptr<Router> openRouter(std::string_view nameOrPath) {
   if (s.empty()) throw RouterLoadError("empty router name");
   bool isPath =
       s.find('/') != std::string::npos || (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0);
-  if (isPath) return loadSharedLibrary(s);
+  // A path is relative to the current directory; dlopen would search the library path
+  // for a name without '/', so `--impl lib.so` is made `./lib.so`.
+  if (isPath) return loadSharedLibrary(s.find('/') == std::string::npos ? "./" + s : s);
   if (s == "spec32") return makeSpec32Router();
   if (const moe::BuiltinRouter* r = moe::findRouter(s)) {
     try {

@@ -110,14 +110,7 @@ RoutingVector parseRoutingTest(const nlohmann::json& t) {
 
 Case caseOfReproducer(const nlohmann::json& t) {
   if (!t.is_object()) throw std::invalid_argument("test: not an object");
-  nlohmann::json j = {{"tokens", intField(t, "tokens")},
-                      {"experts", intField(t, "experts")},
-                      {"k", intField(t, "k")},
-                      {"threads", t.value("threads", 1)},
-                      {"split", t.value("split", 0)},
-                      {"allowNaN", true},
-                      {"logits", t.contains("logits") ? t["logits"] : nlohmann::json()}};
-  return caseFromJSON(j);
+  return caseFromJSON(t);
 }
 
 }  // namespace moe::fuzz

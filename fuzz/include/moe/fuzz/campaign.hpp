@@ -1,15 +1,18 @@
 // A generator-driven campaign (`moe-oracle fuzz`, no clang needed): cases from a seeded
-// stream, every one judged; stops at the first violation and writes its reproducer.
+// stream at the shapes asked for, every one judged; each violation shrunk and saved as a
+// reproducer. It stops at the first violation, or with keepGoing runs to the time limit and
+// counts the findings of each kind.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/shapes.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
@@ -20,11 +23,27 @@ struct CampaignOptions {
   uint64_t maxCases = 0;  // 0 = only the time limit
   std::string outDir = "moe-oracle-out";
   VerdictConfig config;
-  bool progress = true;  // a progress line on stderr about once a second
+  ShapeSpace shapes;
+  bool keepGoing = false;     // count every finding by kind instead of stopping at the first
+  double shrinkSeconds = 10;  // the cap on shrinking one violation (0: no shrinking)
+  uint64_t minTokens = 1000;  // fewer judged tokens is insufficient coverage (exit 3)
+  bool progress = true;       // progress on stderr: \r on a terminal, a line every 10 s else
+  const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler: end cleanly
 };
 
 struct FoundViolation {
-  std::string signature, kind, reproducer, report;
+  ViolationKind kind = ViolationKind::kNone;
+  std::string signature, reproducer, report;
+  uint64_t count = 0;  // cases that showed this kind
+  size_t logits = 0;   // size of the reported (smallest) case
+  int32_t experts = 0, k = 0, tokens = 0;
+};
+
+// Tokens judged per band of E, k and T (docs/fuzz.md "Coverage"), and what was abstained.
+struct Coverage {
+  std::map<std::string, uint64_t> experts, k, tokens, kVsExperts;
+  std::map<std::string, uint64_t> abstainReasons;  // cases, by the router's reason
+  void add(int32_t experts, int32_t k, int32_t tokens);
 };
 
 struct CampaignSummary {
@@ -35,8 +54,15 @@ struct CampaignSummary {
   uint64_t exact = 0, acceptable = 0, violation = 0;  // per token
   std::map<std::string, uint64_t> acceptableReasons;
   LevelCounters levels;
-  std::vector<FoundViolation> violations;
+  Coverage coverage;
+  std::vector<FoundViolation> violations;  // one per kind, in the order found
+  uint64_t minTokens = 0;
+  bool interrupted = false;
   double casesPerSecond() const { return seconds > 0 ? cases / seconds : 0; }
+  // Fewer tokens judged than asked, or more than half the cases abstained.
+  bool insufficientCoverage() const;
+  // 0 clean, 1 a violation, 3 insufficient coverage (docs/fuzz.md "Exit codes").
+  int exitCode() const;
 };
 
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options);

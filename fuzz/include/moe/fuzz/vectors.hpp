@@ -29,11 +29,24 @@ struct RoutingVector {
   std::optional<std::vector<float>> exps32, probs32, gates32;
 };
 RoutingVector parseRoutingTest(const nlohmann::json& test);
-// A RouterReproducer entry as a case (tokens, experts, k, logits, threads, split).
+// A RouterReproducer entry as a case: the case model's own JSON (caseFromJSON) embedded in
+// the test; older files without "variant" read as variant 0.
 Case caseOfReproducer(const nlohmann::json& test);
+
+// One failed test: what the verdict found, for `replay --json`.
+struct ReplayFailure {
+  int64_t tcId = 0;
+  std::string kind;  // a violation kind, or "mismatch" / "error" for other failures
+  std::string certificate;
+};
+
+inline void to_json(nlohmann::json& j, const ReplayFailure& f) {
+  j = {{"tcId", f.tcId}, {"kind", f.kind}, {"certificate", f.certificate}};
+}
 
 struct ReplaySummary {
   int passed = 0, failed = 0, skipped = 0;
+  std::vector<ReplayFailure> failures;
   int malformed = 0;               // of `failed`: tests that could not be read at all
   std::vector<std::string> lines;  // one per failure or skip, saying why
 };

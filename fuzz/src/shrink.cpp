@@ -1,0 +1,220 @@
+#include "moe/fuzz/shrink.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "moe/fuzz/float_bits.hpp"
+
+namespace moe::fuzz {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Shrinker {
+ public:
+  Shrinker(Judge& judge, const Router& router, Case& c, CaseResult& r, double seconds)
+      : judge_(judge),
+        router_(router),
+        c_(c),
+        r_(r),
+        kind_(r.violation->kind),
+        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(seconds))) {}
+
+  ShrinkStats run() {
+    for (int round = 0; round < 8; ++round) {
+      const size_t before = size();
+      const int32_t kBefore = c_.k;
+      shrinkTokens();
+      shrinkExperts();
+      lowerK();
+      simplifyLogits();
+      if (expired() || (size() == before && c_.k == kBefore && !simplified_)) break;
+      simplified_ = false;
+    }
+    return stats_;
+  }
+
+ private:
+  size_t size() const { return c_.logits.size(); }
+  bool expired() {
+    if (Clock::now() < deadline_) return false;
+    stats_.timedOut = true;
+    return true;
+  }
+
+  // Runs the candidate; keeps it when the same kind reproduces.
+  bool tryCase(Case cand) {
+    if (expired()) return false;
+    cand.split = std::clamp(cand.split, 0, cand.tokens);
+    ++stats_.runs;
+    CaseResult again = judge_.run(router_, cand);
+    if (!again.violation || again.violation->kind != kind_) return false;
+    c_ = std::move(cand);
+    r_ = std::move(again);
+    return true;
+  }
+
+  Case withTokens(int32_t first, int32_t count) const {
+    Case cand = c_;
+    cand.tokens = count;
+    const auto E = static_cast<size_t>(c_.experts);
+    cand.logits.assign(c_.logits.begin() + first * E, c_.logits.begin() + (first + count) * E);
+    cand.split = std::max(0, c_.split - first);
+    return cand;
+  }
+
+  Case withoutTokens(int32_t first, int32_t count) const {
+    Case cand = c_;
+    const auto E = static_cast<size_t>(c_.experts);
+    cand.tokens = c_.tokens - count;
+    cand.logits.erase(cand.logits.begin() + first * E, cand.logits.begin() + (first + count) * E);
+    if (c_.split > first) cand.split = std::max(first, c_.split - count);
+    return cand;
+  }
+
+  // The violating token alone, then halves, quarters, ... of the batch removed (a bug that
+  // needs 4,096 tokens keeps them: no candidate without them reproduces). Bounded, so a
+  // large batch that cannot shrink leaves time for the experts and logits.
+  void shrinkTokens() {
+    if (c_.tokens <= 1) return;
+    const int32_t t = r_.violation->token;
+    if (isTokenKind(kind_) && t >= 0 && t < c_.tokens && tryCase(withTokens(t, 1))) return;
+    int tries = 0;
+    for (int32_t chunk = c_.tokens / 2; chunk >= 1 && tries < 64; chunk /= 2) {
+      for (int32_t first = 0; first + chunk <= c_.tokens && c_.tokens > 1 && tries < 64;) {
+        ++tries;
+        if (!tryCase(withoutTokens(first, chunk))) first += chunk;
+      }
+    }
+  }
+
+  // The spec's rank of every expert of row t on the logits (ties to the lower index).
+  std::vector<int32_t> logitRanks(int32_t t) const {
+    const auto x = c_.row(t);
+    std::vector<int32_t> order(x.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return x[a] > x[b]; });
+    std::vector<int32_t> rank(x.size());
+    for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<int32_t>(r);
+    return rank;
+  }
+
+  Case withoutExperts(int32_t first, int32_t count, int32_t k) const {
+    Case cand = c_;
+    cand.experts = c_.experts - count;
+    cand.k = k;
+    cand.logits.clear();
+    for (int32_t t = 0; t < c_.tokens; ++t) {
+      const auto row = c_.row(t);
+      cand.logits.insert(cand.logits.end(), row.begin(), row.begin() + first);
+      cand.logits.insert(cand.logits.end(), row.begin() + first + count, row.end());
+    }
+    return cand;
+  }
+
+  void shrinkExperts() {
+    for (int32_t chunk = c_.experts / 2; chunk >= 1; chunk /= 2) {
+      for (int32_t first = 0; first + chunk <= c_.experts && c_.experts > 1;) {
+        if (expired()) return;
+        // k lowered by the kept experts removed keeps the kept boundary in place; k kept
+        // (but below E when it was) keeps the rest of the ranking.
+        const int32_t t = std::clamp(r_.violation->token, 0, std::max(0, c_.tokens - 1));
+        int32_t keptRemoved = 0;
+        if (c_.tokens > 0) {
+          const auto rank = logitRanks(t);
+          const int32_t n = std::min(c_.k, c_.experts);
+          for (int32_t e = first; e < first + chunk; ++e) keptRemoved += rank[e] < n ? 1 : 0;
+        }
+        const int32_t newE = c_.experts - chunk;
+        const int32_t kAbove = c_.k - c_.experts;  // k's place relative to E, kept when >= 0
+        const int32_t kBoundary = kAbove >= 0 ? newE + kAbove : c_.k - keptRemoved;
+        const int32_t kSame = kAbove >= 0 ? newE + kAbove : std::min(c_.k, std::max(0, newE - 1));
+        if (tryCase(withoutExperts(first, chunk, std::max(0, kBoundary)))) continue;
+        if (kSame != kBoundary && tryCase(withoutExperts(first, chunk, kSame))) continue;
+        first += chunk;
+      }
+    }
+  }
+
+  void lowerK() {
+    for (int32_t k = 0; k < c_.k; ++k) {
+      Case cand = c_;
+      cand.k = k;
+      if (tryCase(std::move(cand))) return;
+      if (expired()) return;
+    }
+  }
+
+  // Simpler values than v, simplest first.
+  static std::vector<float> simplerThan(float v) {
+    std::vector<float> out = {0.0f, 1.0f, -1.0f, 2.0f, -2.0f};
+    if (std::isfinite(v)) {
+      out.push_back(std::trunc(v));
+      for (int bits = 1; bits < 23; ++bits) {
+        const uint32_t mask = ~((uint32_t{1} << (23 - bits)) - 1);
+        out.push_back(floatOf(bitsOf(v) & mask));
+      }
+    }
+    std::vector<float> unique;
+    for (float w : out) {
+      if (bitsOf(w) == bitsOf(v)) break;  // nothing after v itself is simpler
+      if (std::none_of(unique.begin(), unique.end(),
+                       [&](float u) { return bitsOf(u) == bitsOf(w); })) {
+        unique.push_back(w);
+      }
+    }
+    return unique;
+  }
+
+  void simplifyLogits() {
+    std::vector<uint32_t> values;
+    for (float x : c_.logits) {
+      if (std::find(values.begin(), values.end(), bitsOf(x)) == values.end()) {
+        values.push_back(bitsOf(x));
+      }
+      if (values.size() > 256) break;  // a large case: the first values are enough
+    }
+    for (uint32_t vb : values) {
+      for (float w : simplerThan(floatOf(vb))) {
+        if (expired()) return;
+        Case cand = c_;
+        bool present = false;
+        for (float& x : cand.logits) {
+          if (bitsOf(x) == vb) {
+            x = w;
+            present = true;
+          }
+        }
+        if (!present) break;
+        if (tryCase(std::move(cand))) {
+          simplified_ = true;
+          break;
+        }
+      }
+    }
+  }
+
+  Judge& judge_;
+  const Router& router_;
+  Case& c_;
+  CaseResult& r_;
+  ViolationKind kind_;
+  Clock::time_point deadline_;
+  ShrinkStats stats_;
+  bool simplified_ = false;
+};
+
+}  // namespace
+
+ShrinkStats shrinkViolation(Judge& judge, const Router& router, Case& c, CaseResult& r,
+                            double seconds) {
+  if (!r.violation || !(seconds > 0)) return {};
+  return Shrinker(judge, router, c, r, seconds).run();
+}
+
+}  // namespace moe::fuzz
