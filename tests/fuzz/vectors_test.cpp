@@ -82,8 +82,8 @@ TEST(VectorReplay, CampaignReproducerReplaysAsItsViolation) {
   o.progress = false;
   CampaignSummary s = runCampaign(*broken, o);
   ASSERT_EQ(s.violations.size(), 1u);
-  EXPECT_EQ(s.violations[0].kind, "gate-error");
-  EXPECT_NE(s.violations[0].report.find("moe-oracle: broken-no-renorm-gate-error-E"),
+  EXPECT_EQ(kindName(s.violations[0].kind), "gate-error");
+  EXPECT_NE(s.violations[0].report.find("moe-oracle: broken-no-renorm-gate-error\n"),
             std::string::npos);
   nlohmann::json file = loadVectorFile(s.violations[0].reproducer);
   // Re-judged without the router: still the recorded violation, so it passes as a vector.
