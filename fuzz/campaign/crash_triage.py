@@ -1,7 +1,7 @@
 """Turns a libFuzzer artifact into a minimised input, a stable signature and a reproducer.
 
 The signature is the one line moe-oracle's verdict code prints for a violation
-("moe-oracle: <router>-<kind>-E<E>-k<k>"), found by running the target on the input. An
+("moe-oracle: <router>-<kind>"), found by running the target on the input. An
 input that dies in a sanitizer instead gets "<target>-<sanitizer>-<error>-<function>";
 a timeout or out-of-memory gets "<target>-timeout"/"<target>-oom". Equal signatures are
 the same bug: the campaign keeps one (the smallest) input per signature.
@@ -26,8 +26,9 @@ _UBSAN_RUNTIME = re.compile(r"(\S+:\d+):\d+: runtime error: (.*)")
 
 
 def bug_class(signature):
-    """The signature without its shape ("-E<E>-k<k>"): one bug found at many shapes has
-    many signatures but one class, which bounds how much time triage spends on it."""
+    """The signature without a shape ("-E<E>-k<k>", which signatures of older runs carry):
+    one bug found at many shapes has many such signatures but one class, which bounds how
+    much time triage spends on it."""
     return re.sub(r"-E\d+-k\d+$", "", signature)
 
 

@@ -28,6 +28,7 @@ svg .g{stroke:#e4e4e4}svg .f{fill:none;stroke:#999}
 _STATUS_BADGE = {"clean": "b-ok", "ran": "b-ok", "merged": "b-ok", "violation": "b-bad",
                  "error": "b-bad", "hung": "b-bad", "interrupted": "b-warn",
                  "unavailable": "b-off", "skipped": "b-off", "new": "b-bad",
+                 "insufficient-coverage": "b-warn",
                  "known": "b-off"}
 
 
@@ -87,11 +88,23 @@ def _routers(report):
                      _num(r.get("tokens", 0)), _num(r.get("cases_per_s", 0)),
                      _num(v.get("exact", 0)),
                      _num(v.get("acceptable", 0)), _num(v.get("violation", 0)),
-                     escape(reasons or r.get("message", ""))])
+                     escape(reasons or r.get("message", "")), escape(_coverage(r))])
     if not rows:
         return "<p>No router was run.</p>"
     return _table(["router", "status", "cases", "tokens", "cases/s", "exact", "acceptable",
-                   "violation", "acceptable reasons / note"], rows)
+                   "violation", "acceptable reasons / note",
+                   "tokens judged by E and T band"], rows)
+
+
+def _coverage(router):
+    """The shape coverage of one router's run: tokens judged per band of E and of T."""
+    cov = router.get("coverage") or {}
+    parts = []
+    for key, name in (("experts", "E"), ("tokens", "T")):
+        bands = cov.get(key) or {}
+        if bands:
+            parts.append(f"{name} " + ", ".join(f"{b}: {n}" for b, n in bands.items() if n))
+    return "; ".join(parts)
 
 
 def _targets(report):

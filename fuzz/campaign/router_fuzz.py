@@ -1,7 +1,8 @@
 """Part 1 of a campaign: `moe-oracle fuzz --json` on each built-in router.
 
-A router this CPU lacks makes moe-oracle exit 2 with a message, or abstain on every case;
-either is recorded as "unavailable" (with the reason), not as a failure of the campaign.
+A router this CPU lacks makes moe-oracle exit 2 with a message, or abstain on every case
+(exit 3); either is recorded as "unavailable" (with the reason), not as a failure of the
+campaign. Exit 3 with some cases judged is "insufficient-coverage".
 """
 
 import json
@@ -46,12 +47,17 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
         entry["message"] = _last_line(log)
         return entry
     entry["status"] = "violation" if outcome.rc == 1 else "clean"
-    if outcome.rc == 0 and result.get("cases", 0) > 0 and result.get("abstained") == result[
-            "cases"]:
-        entry["status"] = "unavailable"  # it abstained on every case: e.g. the ISA is missing
-        entry["message"] = "abstained on every case"
+    if outcome.rc == 3:  # insufficient coverage: too few tokens judged, or mostly abstained
+        if result.get("cases", 0) > 0 and result.get("abstained") == result["cases"]:
+            entry["status"] = "unavailable"  # it abstained on every case: e.g. no such ISA
+            entry["message"] = "abstained on every case"
+        else:
+            entry["status"] = "insufficient-coverage"
+            entry["message"] = (f"{result.get('tokens', 0)} tokens judged, "
+                                f"{result.get('abstained', 0)} of {result.get('cases', 0)} "
+                                "cases abstained")
     for key in ("seed", "cases", "tokens", "abstained", "cases_per_s", "verdicts",
-                "acceptable_reasons", "levels"):
+                "acceptable_reasons", "levels", "coverage"):
         if key in result:
             entry[key] = result[key]
     entry["violations"] = [_keep_reproducer(v, out_dir) for v in result.get("violations", [])]
@@ -60,7 +66,8 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
 
 def _keep_reproducer(violation, out_dir):
     """Copies the reproducer into the report's folder so the page can link to it."""
-    v = {"signature": violation.get("signature", ""), "kind": violation.get("kind", "")}
+    v = {"signature": violation.get("signature", ""), "kind": violation.get("kind", ""),
+         "count": violation.get("count", 1)}
     src = violation.get("reproducer")
     if src and os.path.isfile(src):
         dest_dir = os.path.join(out_dir, "reproducers")
