@@ -245,7 +245,7 @@ int64_t drawFrom(ByteSource& src, const IntSet& set) {
 // k > E leaves empty slots), or anything in [0, E + 2].
 int32_t drawK(ByteSource& src, int32_t experts) {
   const uint8_t mode = src.u8();
-  if (mode < 80) return src.u8() % 9;
+  if (mode < 80) return src.u8() % (std::min(experts + 2, 8) + 1);
   if (mode < 128) return std::max(0, experts - 2 + src.u8() % 5);
   return static_cast<int32_t>(uniformIn(src, 0, int64_t{experts} + 2));
 }

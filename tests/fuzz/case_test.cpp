@@ -171,3 +171,65 @@ TEST(FloatBits, HexAndUlp) {
 
 }  // namespace
 }  // namespace moe::fuzz
+
+namespace moe::fuzz {
+namespace {
+
+TEST(ShapeSets, ParseValuesAndRangesAndRejectTheRest) {
+  const IntSet s = IntSet::parse("8, 1-4,16-32,3", "--experts", 0, 4096);
+  EXPECT_EQ(s.text(), "1-4,8,16-32");
+  EXPECT_TRUE(s.contains(3));
+  EXPECT_FALSE(s.contains(5));
+  EXPECT_EQ(s.clamp(2, 20).text(), "2-4,8,16-20");
+  for (const char* bad : {"", "abc", "8-", "-1", "9-3", "5000", "1,,2"}) {
+    EXPECT_THROW(IntSet::parse(bad, "--experts", 0, 4096), std::invalid_argument) << bad;
+  }
+}
+
+// Every drawn case lies inside the space asked for, and the space's edges come up.
+TEST(ShapeDraw, CasesStayInsideTheSpaceAndReachItsEdges) {
+  ShapeSpace space;
+  space.experts = IntSet::parse("7-9,256", "e", 0, 4096);
+  space.k = IntSet::parse("1,8", "k", 0, 4098);
+  space.tokens = IntSet::parse("1-5000", "t", 0, 65536);
+  space.tokensGiven = true;
+  SeededSource src(2026);
+  bool sawLargeBatch = false, saw256 = false, sawOne = false;
+  for (int i = 0; i < 400; ++i) {
+    const Case c = drawCase(src, space);
+    ASSERT_TRUE(space.experts.contains(c.experts)) << c.experts;
+    ASSERT_TRUE(space.k.contains(c.k)) << c.k;
+    ASSERT_TRUE(space.tokens.contains(c.tokens)) << c.tokens;
+    ASSERT_EQ(c.logits.size(), static_cast<size_t>(c.tokens) * c.experts);
+    ASSERT_LE(c.split, c.tokens);
+    sawLargeBatch |= c.tokens >= 4096;
+    saw256 |= c.experts == 256;
+    sawOne |= c.tokens == 1;
+  }
+  EXPECT_TRUE(sawLargeBatch);
+  EXPECT_TRUE(saw256);
+  EXPECT_TRUE(sawOne);
+}
+
+// The default space: T up to 65,536 and E up to 4,096 are drawn, never past 2^24 logits,
+// while most cases stay small.
+TEST(ShapeDraw, TheDefaultSpaceReachesLargeBatchesAndStaysMostlySmall) {
+  ShapeSpace space;
+  SeededSource src(7);
+  int small = 0, large = 0, wide = 0;
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    const Case c = drawCase(src, space);
+    ASSERT_LE(static_cast<int64_t>(c.tokens) * c.experts, kDrawMaxLogits);
+    ASSERT_LE(c.k, c.experts + 2);
+    small += c.tokens <= 64 ? 1 : 0;
+    large += c.tokens >= 4096 ? 1 : 0;
+    wide += c.experts > 1024 ? 1 : 0;
+  }
+  EXPECT_GT(small, n * 6 / 10);
+  EXPECT_GT(large, n / 100);
+  EXPECT_GT(wide, n / 100);
+}
+
+}  // namespace
+}  // namespace moe::fuzz

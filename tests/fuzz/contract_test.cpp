@@ -49,3 +49,48 @@ TEST(Contract, EveryBuiltinRouterContractParses) {
 
 }  // namespace
 }  // namespace moe::fuzz
+
+namespace moe::fuzz {
+namespace {
+
+TEST(ContractTies, TieOrderAndShapesParseAndRoundTrip) {
+  Contract c = parseContract(
+      R"({"tie_order":"any","shapes":{"experts":[256,"8-16"],"k":[8],"max_tokens":4096}})");
+  EXPECT_EQ(c.tieOrder, TieOrder::kAny);
+  EXPECT_TRUE(c.shapes.experts.contains(256));
+  EXPECT_TRUE(c.shapes.experts.contains(12));
+  EXPECT_FALSE(c.shapes.experts.contains(17));
+  EXPECT_EQ(c.shapes.k.text(), "8");
+  EXPECT_EQ(c.shapes.maxTokens, 4096);
+  const Contract again = parseContract(contractToJSON(c));
+  EXPECT_EQ(again.tieOrder, TieOrder::kAny);
+  EXPECT_EQ(again.shapes.experts.text(), "8-16,256");
+  EXPECT_EQ(parseContract("{}").tieOrder, TieOrder::kLowestIndex);
+}
+
+// A careless contract must fail loudly, naming what is wrong: an ignored typo silently
+// weakened the checks, and a huge exp budget let a no-renormalisation bug pass.
+TEST(ContractTies, MistakesAreErrorsThatNameTheProblem) {
+  auto message = [](const char* text) {
+    try {
+      parseContract(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message(R"({"slot-order":"rank"})").find("did you mean \"slot_order\""),
+            std::string::npos);
+  EXPECT_NE(message(R"({"batch_invarient":true})").find("did you mean \"batch_invariant\""),
+            std::string::npos);
+  EXPECT_NE(message(R"({"exp_max_ulp":1e30})").find("exp_max_ulp"), std::string::npos);
+  EXPECT_NE(message(R"({"tie_order":"highest"})").find("tie_order"), std::string::npos);
+  EXPECT_NE(message(R"({"shapes":{"experts":[0,5000]}})").find("shapes.experts"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"shapes":{"expert":[8]}})").find("shapes.expert"), std::string::npos);
+  EXPECT_NE(message(R"({"gate_budget":{"factor":2}})").find("gate_budget.factor"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace moe::fuzz

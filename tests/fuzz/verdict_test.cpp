@@ -116,6 +116,54 @@ TEST(VerdictBothWays, ExactTiesGoToTheLowerIndexInEveryMode) {
   }
 }
 
+// Tie policy "any" (torch.topk, std::sort kernels): every order of exactly equal scores is
+// acceptable, with the reason tie-order; everything else is judged as under the spec.
+TEST(VerdictTiePolicy, AnyAcceptsEveryOrderOfExactTiesOnly) {
+  for (Contract c : {probsContract(), logitsContract()}) {
+    c.tieOrder = TieOrder::kAny;
+    Verdict set = judgeOne({1.0f, 1.0f, -3.0f}, 1, {1}, {1.0f}, c);
+    EXPECT_EQ(set.outcome, Outcome::kAcceptable);
+    EXPECT_EQ(set.reason, "tie-order");
+    EXPECT_EQ(judgeOne({0.0f, -0.0f}, 1, {1}, {1.0f}, c).reason, "tie-order") << "-0 == +0";
+    Verdict order = judgeOne({2.0f, 2.0f}, 2, {1, 0}, {0.5f, 0.5f}, c);
+    EXPECT_EQ(order.outcome, Outcome::kAcceptable);
+    EXPECT_EQ(order.reason, "tie-order");
+    // Not a tie: the kept set must still be one the spec keeps under some tie order.
+    Verdict beaten = judgeOne({1.0f, 1.0f, 5.0f}, 1, {1}, {1.0f}, c);
+    EXPECT_EQ(beaten.outcome, Outcome::kViolation);
+    EXPECT_NE(kindName(beaten.kind), "tie-higher-index");
+    // Gates are still judged, against the experts actually kept.
+    EXPECT_EQ(kindName(judgeOne({1.0f, 1.0f, -3.0f}, 1, {1}, {0.5f}, c).kind), "gate-error");
+  }
+  // --tie-order overrides the contract both ways.
+  Contract any = probsContract();
+  any.tieOrder = TieOrder::kAny;
+  VerdictConfig strict;
+  strict.tieOrder = TieOrder::kLowestIndex;
+  LevelCounters levels;
+  std::vector<float> x = {1.0f, 1.0f, -3.0f};
+  std::vector<int32_t> ids = {1};
+  std::vector<float> g = {1.0f};
+  EXPECT_EQ(kindName(judgeToken(x, 1, ids, g, any, strict, levels).kind), "tie-higher-index");
+}
+
+// The kind names the cause: a kept set that is wrong where the scores are not tied is not
+// reported as a tie, even when a tie at the boundary is also broken upwards.
+TEST(VerdictTiePolicy, AWrongSetIsNotReportedAsATie) {
+  // Experts 0 and 1 tie; expert 3 (0.5) is kept although expert 2 (4) is far above it.
+  const std::vector<float> x = {1.0f, 1.0f, 4.0f, 0.5f};
+  for (const Contract& c : {probsContract(), logitsContract()}) {
+    Verdict v = judgeOne(x, 3, {1, 3, 0}, {0.3f, 0.3f, 0.4f}, c);
+    EXPECT_EQ(v.outcome, Outcome::kViolation);
+    EXPECT_TRUE(kindName(v.kind) == "kept-set" || kindName(v.kind) == "beaten-kept")
+        << kindName(v.kind) << ": " << v.certificate;
+  }
+  // A tie certificate carries the router's own gates of the tied experts.
+  Verdict tie = judgeOne({2.0f, 2.0f}, 2, {1, 0}, {0.5f, 0x1.000002p-1f}, probsContract());
+  EXPECT_EQ(kindName(tie.kind), "tie-higher-index");
+  EXPECT_NE(tie.certificate.find("ulp apart"), std::string::npos) << tie.certificate;
+}
+
 TEST(VerdictBothWays, ExpertBeatenFarPastTheBudgetIsCaught) {
   Verdict v = judgeOne({0.0f, 1.0f, -5.0f}, 1, {0}, {1.0f}, probsContract());
   EXPECT_EQ(v.outcome, Outcome::kViolation);
