@@ -4,11 +4,19 @@ A campaign can be killed at any moment (SIGINT, SIGTERM, a CI timeout). Every fi
 leaves behind (report, state, corpus entries) is therefore written to a temporary name
 in the same folder and renamed into place: rename is atomic on one file system, so a
 reader sees either the old file or the new one, never a torn one.
+
+What a campaign leaves is meant to be read by others (a CI artifact, a web server, a
+colleague's account): files are written 0644 and folders 0755, whatever the umask, and
+make_readable() sets those modes on a whole folder.
 """
 
 import json
 import os
+import stat
 import tempfile
+
+FILE_MODE = 0o644
+DIR_MODE = 0o755
 
 
 def write_text(path, text):
@@ -18,6 +26,7 @@ def write_text(path, text):
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=folder)
     try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp creates 0600
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -54,3 +63,26 @@ def move_file_into(src, folder):
     dest = os.path.join(folder, os.path.basename(src))
     os.replace(src, dest)
     return dest
+
+
+def make_readable(folder, skip=()):
+    """Sets every file under folder to 0644 and every folder to 0755, the top one
+    included (nothing a campaign writes is a program); top-level names in skip are left
+    alone."""
+    def fix(path, want):
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+                os.chmod(path, want)
+        except OSError:
+            pass  # a file another step is replacing right now
+
+    fix(folder, DIR_MODE)
+    for root, dirs, files in os.walk(folder):
+        if root == folder:
+            dirs[:] = [d for d in dirs if d not in skip]
+            files = [f for f in files if f not in skip]
+        for d in dirs:
+            fix(os.path.join(root, d), DIR_MODE)
+        for f in files:
+            fix(os.path.join(root, f), FILE_MODE)

@@ -67,8 +67,9 @@ def _rerun(binary, artifact, *, out_dir, rss_limit_mb, reproducer_dir=None):
     if reproducer_dir:
         env["MOE_REPRODUCER_DIR"] = reproducer_dir
     log = os.path.join(out_dir, "logs", "rerun-" + os.path.basename(artifact) + ".log")
+    # Run in the out folder: libFuzzer writes a crash-<sha> file into its working folder.
     child_process.run([binary, f"-rss_limit_mb={rss_limit_mb}", "-timeout=25", artifact],
-                      log_path=log, timeout=120, env=env)
+                      log_path=log, timeout=120, env=env, cwd=out_dir)
     with open(log, encoding="utf-8", errors="replace") as f:
         return f.read(), log
 
@@ -95,7 +96,7 @@ def _convert_with_tool(tool, target, signature, keep, reproducers, *, out_dir):
         cmd += ["--impl", os.environ["MOE_IMPL"]]
     cmd.append(keep)
     log = os.path.join(out_dir, "logs", "reproducer-" + os.path.basename(keep) + ".log")
-    outcome = child_process.run(cmd, log_path=log, timeout=120)
+    outcome = child_process.run(cmd, log_path=log, timeout=120, cwd=out_dir)
     return outcome.rc == 0 and bool(glob.glob(os.path.join(reproducers, "*.json")))
 
 
@@ -117,7 +118,7 @@ def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
                f"-max_total_time={minimize_seconds}", f"-rss_limit_mb={rss_limit_mb}",
                f"-exact_artifact_path={minimised}", artifact]
         child_process.run(cmd, log_path=os.path.join(out_dir, "logs", f"minimize-{name}.log"),
-                          timeout=minimize_seconds + 60)
+                          timeout=minimize_seconds + 60, cwd=out_dir)
         if os.path.isfile(minimised):
             text, _ = _rerun(binary, minimised, out_dir=out_dir, rss_limit_mb=rss_limit_mb)
             if signature_from_output(target, kind, text) == signature:

@@ -1,7 +1,8 @@
 """Part 2 of a campaign: one libFuzzer target in one build, for a fixed time.
 
-New inputs go to a work corpus in the campaign's folder (never straight into corpus/:
-that is merged in afterwards, minimised); crashes go to a per-run artifact folder.
+New inputs go to a work corpus in the campaign's folder (never straight into a corpus: the
+campaign merges them afterwards, minimised, into <out>/corpus/<target>/, or into
+corpus/<target>/ with --merge-corpus); crashes go to a per-run artifact folder.
 -fork keeps fuzzing after a crash, so one bug does not end the night.
 """
 
@@ -29,14 +30,16 @@ def dictionary_for(repo, target):
     return found[0] if len(found) == 1 else None
 
 
-def fuzz_target(binary, target, build, seconds, *, repo, corpus_dir, out_dir, cores):
-    """Runs the target; returns its report entry with figures and raw crash files."""
+def fuzz_target(binary, target, build, seconds, *, repo, corpus_dirs, out_dir, cores):
+    """Runs the target; returns its report entry with figures and raw crash files.
+
+    corpus_dirs are read as seeds (the repository's corpus, the campaign's); libFuzzer
+    writes only into the first folder it is given, the work corpus."""
     run_id = f"{build}-{target}"
     work_corpus = os.path.join(out_dir, "work", "corpus", run_id)
     artifacts = os.path.join(out_dir, "work", "artifacts", run_id)
     os.makedirs(work_corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
-    os.makedirs(corpus_dir, exist_ok=True)
     cmd = [binary, f"-max_total_time={seconds}", "-use_value_profile=1", "-print_final_stats=1",
            f"-artifact_prefix={artifacts}/", "-timeout=25"]
     if cores > 1:
@@ -45,7 +48,7 @@ def fuzz_target(binary, target, build, seconds, *, repo, corpus_dir, out_dir, co
     dictionary = dictionary_for(repo, target)
     if dictionary:
         cmd.append(f"-dict={dictionary}")
-    cmd += [work_corpus, corpus_dir]
+    cmd += [work_corpus] + [d for d in corpus_dirs if os.path.isdir(d)]
     log = os.path.join(out_dir, "logs", f"libfuzzer-{run_id}.log")
     summary = LogSummary()
     outcome = child_process.run(cmd, log_path=log, timeout=seconds + 120, on_line=summary.feed,

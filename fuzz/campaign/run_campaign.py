@@ -2,10 +2,12 @@
 """Runs one fuzzing campaign over prebuilt binaries and writes report.json + report.html.
 
 Part 1: `moe-oracle fuzz` on each built-in router. Part 2: each libFuzzer target in each
-given build (ASan+UBSan, plain), then its new inputs merged into corpus/<target>/ and its
-crashes minimised, signed and deduplicated. The state, report and corpus are rewritten
-atomically after every step, so SIGINT/SIGTERM leaves them whole and rerunning the same
-command resumes. scripts/campaign builds the binaries and calls this.
+given build (ASan+UBSan, plain), then its new inputs merged into the campaign's corpus,
+<out>/corpus/<target>/ (into the repository's corpus/<target>/ only with --merge-corpus),
+and its crashes minimised, signed and deduplicated. Everything the campaign writes is
+under --out, world-readable (files 0644, folders 0755). The state, report and corpus are
+rewritten atomically after every step, so SIGINT/SIGTERM leaves them whole and rerunning
+the same command resumes. scripts/campaign builds the binaries and calls this.
 """
 
 import argparse
@@ -41,7 +43,11 @@ def parse_args(argv):
     p.add_argument("--out", default="campaign-out", help="report, state, logs, crashes")
     p.add_argument("--repo", default=os.path.abspath(os.path.join(os.path.dirname(__file__),
                                                                   "..", "..")))
-    p.add_argument("--corpus-root", help="default: <repo>/corpus")
+    p.add_argument("--corpus-root", help="the repository's corpus, read as seeds and grown "
+                   "with --merge-corpus (default: <repo>/corpus)")
+    p.add_argument("--merge-corpus", action="store_true",
+                   help="merge new inputs into the repository's corpus (--corpus-root) "
+                   "instead of <out>/corpus; the nightly job does, a one-off run need not")
     p.add_argument("--moe-oracle", help="path of the moe-oracle binary (part 1)")
     p.add_argument("--fuzz-build", action="append", default=[], metavar="NAME=DIR",
                    help="a libFuzzer build folder (binaries in DIR/bin), e.g. asan=build-fuzz")
@@ -63,10 +69,16 @@ def parse_args(argv):
         if not sep or not name or not folder:
             p.error(f"--fuzz-build wants NAME=DIR, got {spec!r}")
         a.builds.append((name, os.path.abspath(folder)))
+    # Absolute: the fuzzers run in the out folder, so that what they drop stays there.
+    if a.moe_oracle and os.sep in a.moe_oracle:
+        a.moe_oracle = os.path.abspath(a.moe_oracle)
     if a.crash_reproducer is None and a.moe_oracle:
         beside = os.path.join(os.path.dirname(a.moe_oracle), "moe-crash-reproducer")
         a.crash_reproducer = beside if os.access(beside, os.X_OK) else None
+    if a.crash_reproducer:
+        a.crash_reproducer = os.path.abspath(a.crash_reproducer)
     a.out = os.path.abspath(a.out)
+    a.repo = os.path.abspath(a.repo)
     a.corpus_root = os.path.abspath(a.corpus_root or os.path.join(a.repo, "corpus"))
     return a
 
@@ -129,15 +141,32 @@ def run_libfuzzer_step(a, state, info, seconds, build_dir):
             return {"target": target, "build": build, "status": "skipped",
                     "message": "no moe_route_v1 library: pass --external or set MOE_IMPL"}
         os.environ["MOE_IMPL"] = lib
-    corpus_dir = os.path.join(a.corpus_root, target)
-    corpus_merge.clean_stale(corpus_dir)
+    # Seeds come from both corpora; new inputs go to the campaign's own unless the
+    # repository's is to grow (--merge-corpus), which then also takes what earlier
+    # campaigns in this out folder kept.
+    repo_corpus = os.path.join(a.corpus_root, target)
+    own_corpus = os.path.join(a.out, "corpus", target)
+    if a.merge_corpus:
+        dest, known, extra = repo_corpus, (), (own_corpus,)
+    else:
+        dest, known, extra = own_corpus, (repo_corpus,), ()
+    corpus_merge.clean_stale(dest)
     entry = libfuzzer_target.fuzz_target(binary, target, build, seconds, repo=a.repo,
-                                         corpus_dir=corpus_dir, out_dir=a.out, cores=a.cores)
+                                         corpus_dirs=[repo_corpus, own_corpus], out_dir=a.out,
+                                         cores=a.cores)
+    if target == "fuzz_external":
+        entry["library"] = os.environ["MOE_IMPL"]
+    # Shown relative to the report (own corpus) or to the checkout (corpus/<target>).
+    inside_repo = os.path.commonpath([dest, a.repo]) == a.repo
+    entry["corpus_dir"] = (os.path.relpath(dest, a.out) if not a.merge_corpus else
+                           os.path.relpath(dest, a.repo) if inside_repo else dest)
+    entry["corpus_merged_into_repo"] = bool(a.merge_corpus)
     rss = libfuzzer_target.RSS_LIMIT_MB.get(target, 2560)
     if not child_process.STOP.requested:
         entry.update(corpus_merge.merge_new_inputs(
-            binary, target, corpus_dir, entry["work_corpus"], out_dir=a.out,
-            run_id=f"{build}-{target}", rss_limit_mb=rss, timeout=max(120, seconds)))
+            binary, target, dest, entry["work_corpus"], out_dir=a.out,
+            run_id=f"{build}-{target}", rss_limit_mb=rss, timeout=max(120, seconds),
+            known_dirs=known, extra_inputs=extra))
     groups = crash_triage.group_by_signature(binary, target, entry["artifacts"], out_dir=a.out,
                                              rss_limit_mb=rss)
     # Minimisation is the slow part: at most MINIMISED_PER_CLASS signatures of one bug
@@ -174,6 +203,9 @@ def write_report(a, state, interrupted):
     report = report_model.build(state, interrupted=interrupted)
     atomic_io.write_json(os.path.join(a.out, "report.json"), report)
     atomic_io.write_text(os.path.join(a.out, "report.html"), report_html.render(report))
+    # Logs, copied reproducers, crash inputs and the corpus were written by the fuzzers
+    # too: all of it readable by others (work/ is the campaign's scratch space).
+    atomic_io.make_readable(a.out, skip=("work",))
     return report
 
 
@@ -184,8 +216,10 @@ def print_summary(a, report):
           f"{'complete' if report['complete'] else 'INTERRUPTED (rerun to resume)'}")
     print(f"  routers: {len(report['routers'])} run, {t['router_cases']} cases "
           f"(exact {v['exact']}, acceptable {v['acceptable']}, violation {v['violation']})")
+    where = ("corpus/ (--merge-corpus)" if report.get("corpus", {}).get("merged_into_repo")
+             else os.path.join(a.out, "corpus"))
     print(f"  libFuzzer: {len(report['targets'])} runs, {t['libfuzzer_execs']} execs, "
-          f"{t['corpus_added']} new corpus inputs")
+          f"{t['corpus_added']} new corpus inputs in {where}")
     for tg in report["targets"]:
         print(f"    {tg['build']:>5} {tg['target']:<14} {tg.get('execs_per_s', 0):>10} exec/s "
               f"ft {tg.get('features', 0):>6} corpus {tg.get('corpus_files', 0)}")
@@ -199,6 +233,7 @@ def print_summary(a, report):
 
 def main(argv):
     a = parse_args(argv)
+    os.umask(0o022)  # the fuzzers' own files (logs, corpus, crashes) are readable by all
     os.makedirs(a.out, exist_ok=True)
     child_process.STOP.install()
     steps = make_plan(a)
@@ -212,6 +247,7 @@ def main(argv):
     if resumed:
         print(f"resuming campaign {state['campaign_id']}: "
               f"{len(state['steps'])}/{len(steps)} steps already done", file=sys.stderr)
+    state["merge_corpus"] = bool(a.merge_corpus)
     campaign_state.save(a.out, state)
     per_router, per_target = budgets(a, steps)
     build_dirs = dict(a.builds)
