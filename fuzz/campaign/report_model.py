@@ -5,6 +5,7 @@ Fields (docs/nightly.md explains each for readers):
   totals {router_cases, router_tokens, verdicts (per token) {exact, acceptable, violation},
           libfuzzer_execs, failed_steps, bug_classes {signature less -E<E>-k<k>: count},
           violations, new_violations, corpus_added},
+  corpus {merged_into_repo, folder},
   routers [...], targets [...], violations [...], pending [step ids not yet run]
 """
 
@@ -98,6 +99,9 @@ def build(state, *, interrupted):
             "failed_steps": sum(1 for x in routers + targets
                                 if x.get("status") in ("error", "hung")),
         },
+        # Where new inputs went: the campaign's own corpus unless --merge-corpus.
+        "corpus": {"merged_into_repo": bool(state.get("merge_corpus")),
+                   "folder": "corpus/" if state.get("merge_corpus") else "<out>/corpus/"},
         "routers": routers,
         "targets": targets,
         "violations": violations,

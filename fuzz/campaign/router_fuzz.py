@@ -31,7 +31,7 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
     outcome = child_process.run(cmd, log_path=log, timeout=seconds * 2 + 60,
                                 stdout_path=stdout)
     entry = {"router": router, "command": " ".join(cmd), "log": os.path.relpath(log, out_dir),
-             "exit_code": outcome.rc, "wall_s": round(outcome.wall, 2)}
+             "exit_code": outcome.rc, "budget_s": seconds, "wall_s": round(outcome.wall, 2)}
     if outcome.interrupted:
         entry["status"] = "interrupted"
         return entry

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Unit tests of the campaign runner's parts that need no fuzzer: log parsing, crash
-signatures, atomic files, state/resume decisions, dedup in the report, the SVG axes.
+signatures, atomic files and their modes, state/resume decisions, dedup in the report,
+the report page's sections (without a browser), the SVG axes.
 
 usage: campaign_units_test.py REPO
 """
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import unittest
@@ -18,6 +20,7 @@ import atomic_io  # noqa: E402
 import campaign_state  # noqa: E402
 import crash_triage  # noqa: E402
 import libfuzzer_log  # noqa: E402
+import report_html  # noqa: E402
 import report_model  # noqa: E402
 import svg_plot  # noqa: E402
 
@@ -99,6 +102,30 @@ class AtomicIoTest(unittest.TestCase):
             self.assertEqual(atomic_io.read_json(path, "fresh"), "fresh")
             self.assertEqual(atomic_io.read_json(os.path.join(d, "missing"), 7), 7)
 
+    def test_files_are_world_readable_whatever_the_umask(self):
+        old = os.umask(0o077)
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "out")
+                atomic_io.write_text(os.path.join(out, "report.html"), "<p>")
+                self.assertEqual(stat.S_IMODE(os.stat(os.path.join(out, "report.html"))
+                                              .st_mode), 0o644)  # mkstemp alone gives 0600
+                os.makedirs(os.path.join(out, "logs"))
+                os.makedirs(os.path.join(out, "work", "tmp"))
+                for name in ("logs/a.log", "work/tmp/x"):
+                    with open(os.path.join(out, name), "w") as f:
+                        f.write("x")
+                atomic_io.make_readable(out, skip=("work",))
+
+                def mode(rel):
+                    return stat.S_IMODE(os.stat(os.path.join(out, rel)).st_mode)
+
+                self.assertEqual((mode(""), mode("logs"), mode("logs/a.log")),
+                                 (0o755, 0o755, 0o644))
+                self.assertEqual(mode("work/tmp/x"), 0o600)  # scratch space is left alone
+        finally:
+            os.umask(old)
+
 
 class StateTest(unittest.TestCase):
     def test_unfinished_campaign_is_resumed_finished_one_is_not(self):
@@ -151,6 +178,57 @@ class ReportModelTest(unittest.TestCase):
         self.assertEqual(r["totals"]["verdicts"], {"exact": 4, "acceptable": 0, "violation": 1})
         self.assertEqual((r["totals"]["new_violations"], r["pending"]), (1, []))
         json.dumps(r)  # the report must be serialisable as it is
+
+
+class ReportPageTest(unittest.TestCase):
+    """The page's sections, checked on the HTML itself (report_screenshot_test.py checks
+    the same page in Chromium, where Chromium is installed)."""
+
+    def page(self):
+        with open(os.path.join(REPO, "tests", "nightly", "data", "sample_report.json"),
+                  encoding="utf-8") as f:
+            return report_html.render(json.load(f))
+
+    def test_every_verdict_and_reason_is_explained_in_one_line(self):
+        page = self.page()
+        for term in ("exact", "acceptable", "near-tie-probabilities", "near-tie-order",
+                     "tie-order", "nonreal-row", "violation"):
+            self.assertRegex(page, f"<dt>{term}</dt><dd>[^<\n]+</dd>", term)
+
+    def test_logs_reproducers_library_time_and_next_steps(self):
+        page = self.page()
+        for want in ('href="logs/router-scalar-logits.log"',
+                     'href="logs/libfuzzer-asan-fuzz_gates.log"',
+                     'href="reproducers/avx512-probs-gate-budget-E13-k3.json"',
+                     "fuzz_external fuzzed <code>/src/moe-oracle/build/lib/"
+                     "libmoe_route_auto.so</code>", "11 / 11.8", "60 / 61.2",
+                     "cc -O2 -shared -fPIC -o libmine.so mine.c",
+                     "build/bin/moe-oracle fuzz --impl ./libmine.so --seconds 60"):
+            self.assertIn(want, page)
+        self.assertGreater(page.index('id="next-steps"'), page.index("libFuzzer targets"))
+
+    def test_coverage_bands_in_numeric_order(self):
+        self.assertEqual(sorted(["65+", "9-64", "0", "2-8", "1"], key=report_html._band_key),
+                         ["0", "1", "2-8", "9-64", "65+"])
+        self.assertEqual(sorted(["k>E", "k<E", "k=E"], key=report_html._band_key),
+                         ["k<E", "k=E", "k>E"])
+        page = self.page()
+        bands = ["257-1024", "1025-4096"]
+        self.assertLess(page.index(f"<th>{bands[0]}</th>"), page.index(f"<th>{bands[1]}</th>"))
+        self.assertIn("Abstained cases are not judged", page)
+
+    def test_a_report_without_the_new_fields_still_renders(self):
+        r = {"campaign_id": "C", "started": "t", "complete": False, "interrupted": True,
+             "budget_s": 1, "seed": 1, "pending": ["router:a"], "violations": [],
+             "totals": {"new_violations": 0, "violations": 0, "router_cases": 0,
+                        "verdicts": {"exact": 0, "acceptable": 0, "violation": 0},
+                        "libfuzzer_execs": 0, "corpus_added": 0},
+             "routers": [{"router": "a", "status": "clean"}],
+             "targets": [{"target": "fuzz_external", "build": "fast", "status": "skipped",
+                          "message": "no moe_route_v1 library"}]}
+        page = report_html.render(r)
+        self.assertIn("fuzz_external was skipped", page)
+        self.assertIn("No router reported its shape coverage", page)
 
 
 class SvgAxisTest(unittest.TestCase):

@@ -23,14 +23,42 @@ EXPECTED = [
     "562,579",  # router cases, all routers together
     "559,099",  # exact verdicts
     "3,479",  # acceptable verdicts
-    "10,140,000",  # libFuzzer executions
+    "10,500,000",  # libFuzzer executions
     "41,000.0",  # fuzz_route's execs/s in the plain build
     "moe-oracle: avx512-probs-gate-budget-E13-k3",  # the new violation's signature
     'href="reproducers/avx512-probs-gate-budget-E13-k3.json"',  # link to its reproducer
     "build/bin/moe-oracle replay reproducers/avx512-probs-gate-budget-E13-k3.json",
     "fuzz_vectors: coverage features over time",  # one plot per target
     "not available on this CPU",
+    # Links to each step's log (router, libFuzzer run, merge, the crash's rerun).
+    'href="logs/router-scalar-probs.log"',
+    'href="logs/libfuzzer-fast-fuzz_route.log"',
+    'href="logs/merge-asan-fuzz_gates.log"',
+    'href="logs/rerun-crash-5f1e.min.log"',
+    'href="reproducers/scalar-logits-tie-E5-k2.json"',  # the router violation's reproducer
+    # What each verdict and acceptable reason means, one line each.
+    'id="verdict-legend"',
+    "exact", "acceptable", "near-tie-probabilities", "near-tie-order", "tie-order",
+    "nonreal-row",
+    # The time each router got, and each libFuzzer run: given / taken.
+    "11 / 11.8",
+    # Shape coverage: per band of E, k and T, and what was abstained.
+    'id="coverage"',
+    "tokens judged by E (experts)", "tokens judged by k (kept per token)",
+    "tokens judged by T (tokens per case)", "1025-4096", "4096-65536",
+    "MOE_ROUTE_EUNSUPPORTED (4): 12", "Abstained cases are not judged",
+    # The library fuzz_external fuzzed, and where new corpus inputs went.
+    "fuzz_external fuzzed", "/src/moe-oracle/build/lib/libmoe_route_auto.so",
+    "this campaign's corpus/",
+    # Next steps: fuzz your own library.
+    'id="next-steps"',
+    "cc -O2 -shared -fPIC -o libmine.so mine.c",
+    "build/bin/moe-oracle fuzz --impl ./libmine.so --seconds 60",
+    "docs/design.md",
 ]
+# Each legend term must be followed by its explanation (a <dt> then a <dd>).
+LEGEND_TERMS = ["exact", "acceptable", "near-tie-probabilities", "near-tie-order",
+                "tie-order", "nonreal-row", "violation"]
 FORBIDDEN = ["http://", "https://", "<script", "<link", "src="]
 
 
@@ -91,6 +119,13 @@ def main(argv):
         for want in EXPECTED:
             if want not in dom:
                 return fail(f"Chromium's DOM lacks {want!r}")
+        for term in LEGEND_TERMS:
+            if f"<dt>{term}</dt><dd>" not in dom:
+                return fail(f"the verdict legend does not explain {term!r}")
+        # The sections come in reading order, next steps last.
+        order = [dom.find(f'id="{i}"') for i in ("verdict-legend", "coverage", "next-steps")]
+        if order != sorted(order) or dom.rfind("<h2") != order[-1] - 4:
+            return fail(f"sections out of order (legend, coverage, next steps last): {order}")
         shot = os.path.join(tmp, "shot.png")
         subprocess.run(base + [f"--screenshot={shot}", "--window-size=1200,1600",
                                "file://" + html], capture_output=True, timeout=120)
