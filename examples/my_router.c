@@ -1,4 +1,4 @@
-/* An example user router behind the moe_route_v1 C ABI (design.md §4): top-k on the
+/* An example user router behind the moe_route_v1 C ABI (docs/design.md §4): top-k on the
  * softmax probabilities, computed the way TorchLean's softmaxVecSpec does (max, expf of
  * x - max, sum in index order, one division each), ties to the lower index, gates
  * renormalised over the kept experts. Build it as a shared library and fuzz it with

@@ -1,5 +1,5 @@
 // One deliberately broken router as a shared library: compiled once per bug with
-// -DMOE_BROKEN_BUG=<Bug enumerator>, exporting the moe_route_v1 ABI (design.md §4) so the
+// -DMOE_BROKEN_BUG=<Bug enumerator>, exporting the moe_route_v1 ABI (docs/design.md §4) so the
 // acceptance tests drive it exactly as a user's kernel: `moe-oracle fuzz --impl lib.so`.
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// judgeToken: structure, selection, slot order and gates of one token (design.md §3).
+// judgeToken: structure, selection, slot order and gates of one token (docs/design.md §3).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -41,7 +41,7 @@ TEST(VerdictSignals, ClearWinnerIsExactAndDecidedByFloats) {
   EXPECT_FALSE(s & bit(VerdictSignal::kNearTieProbabilities));
 }
 
-// design.md's example: 0 and 2^-30 have the same binary32 probability, so the spec in
+// docs/design.md §1's example: 0 and 2^-30 have the same binary32 probability, so the spec in
 // binary32 keeps expert 0 where the real-number spec keeps expert 1: an acceptable near-tie
 // that only the binary64 filter (or MPFR) can excuse.
 TEST(VerdictSignals, NearTieOnProbabilitiesReachesTheBinary64Filter) {

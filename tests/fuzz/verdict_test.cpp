@@ -1,4 +1,4 @@
-// The verdict, tested both ways (design.md §3): the binary32 spec always passes its
+// The verdict, tested both ways (docs/design.md §3): the binary32 spec always passes its
 // budgets; a router with 1e-3 relative gate error, one that keeps an expert beaten far
 // past the budget, one that breaks an exact tie upwards, must fail with the right kind.
 #include "moe/fuzz/verdict.hpp"
@@ -90,7 +90,7 @@ TEST(VerdictBothWays, Binary32SpecNeverViolates) {
 }
 
 TEST(VerdictBothWays, DesignNearTieZeroVersusTwoToMinus30) {
-  // design.md §1: in binary32 the logits 0 and 2^-30 have the same probability.
+  // docs/design.md §1: in binary32 the logits 0 and 2^-30 have the same probability.
   std::vector<float> x = {0.0f, 0x1p-30f};
   Verdict probs = judgeOne(x, 1, {0}, {1.0f}, probsContract());
   EXPECT_EQ(probs.outcome, Outcome::kAcceptable);

@@ -104,7 +104,7 @@ TEST_P(GateBudget, GatesStayInsideTheClaimedBudget) {
 
 INSTANTIATE_TEST_SUITE_P(AllRouters, GateBudget, allBuiltinRouters(), routerTestName);
 
-// softmaxVecSpec then gatesVecSpec in binary32, transliterated from design.md §1.
+// softmaxVecSpec then gatesVecSpec in binary32, transliterated from docs/design.md §1.
 std::vector<float> gatesVecSpec32(const std::vector<float>& x, int32_t k) {
   const size_t n = x.size();
   float m = x[0];

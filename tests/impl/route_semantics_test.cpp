@@ -117,7 +117,7 @@ TEST_P(RouterSemantics, AllEqualRowKeepsTheFirstK) {
   }
 }
 
-// design.md §1: in binary32 the logits 0 and 2^-30 have the same probability, so routing
+// docs/design.md §1: in binary32 the logits 0 and 2^-30 have the same probability, so routing
 // on probabilities keeps expert 0 and routing on logits keeps expert 1.
 TEST_P(RouterSemantics, NearTieFollowsTheSelectedScore) {
   const Routed out = route(1, 2, 1, {0.0f, 0x1p-30f});

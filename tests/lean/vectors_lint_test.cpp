@@ -1,6 +1,6 @@
 // Lint of the Lean golden vectors: the file conforms to lean-traces/moe_vectors_v1.schema.json
 // (no unknown fields, values in their formats), tcIds are unique, numberOfTests is right,
-// every flag used has a note and every note is used, and every definition of design.md §1
+// every flag used has a note and every note is used, and every definition of docs/design.md §1
 // is covered. The schema checker itself is tested on small documents first.
 #include <gtest/gtest.h>
 
@@ -130,7 +130,7 @@ TEST(LeanVectorsLint, ScalarsMatchTheirContext) {
 
 TEST(LeanVectorsLint, ResultsHaveTheirReasons) {
   // invalid only for NaN scores; acceptable only where binary32 routing on probabilities
-  // differs from routing on logits (design.md §1).
+  // differs from routing on logits (docs/design.md §1).
   for (const auto& group : vectors().at("testGroups")) {
     for (const auto& test : group.at("tests")) {
       const std::string result = test.at("result");
@@ -152,7 +152,7 @@ TEST(LeanVectorsLint, ResultsHaveTheirReasons) {
 }
 
 TEST(LeanVectorsLint, EveryDefinitionIsCovered) {
-  // At least 2,000 tests, and every group (hence every definition of design.md §1) present
+  // At least 2,000 tests, and every group (hence every definition of docs/design.md §1) present
   // with the edge cases the issue asks for.
   EXPECT_GE(vectors().at("numberOfTests").get<std::size_t>(), 2000u);
   std::map<std::string, std::size_t> perType;

@@ -1,5 +1,5 @@
-/* The one door every top-k router goes through (design.md §4): ours, built as
- * libmoe_route_<name>.so, and any kernel a user brings.
+/* The one door every top-k router goes through (docs/design.md §4, The C ABI): ours, built
+ * as libmoe_route_<name>.so, and any kernel a user brings.
  *
  * int moe_route_v1(tokens, experts, k, logits, ids, gates)
  *   logits  tokens*experts floats, row-major (token t's scores at logits[t*experts ...]).

@@ -93,7 +93,7 @@ Case drawCase(ByteSource& source, const ShapeSpace& space);
 std::vector<uint8_t> encodeCase(const Case& c);
 
 // The binary32 values the generator mixes in: ±0, ±inf, FLT_MAX, the smallest subnormal,
-// values around expf's overflow point 88.72, 2^-30 (design.md §1's near-tie), ...
+// values around expf's overflow point 88.72, 2^-30 (docs/design.md §1's near-tie), ...
 std::span<const float> specialPool();
 
 nlohmann::json caseToJSON(const Case& c);

@@ -1,5 +1,5 @@
 // Bit-level helpers for binary32/binary64: every float the fuzzer reports or stores is a
-// bit pattern, so that a reproducer replays bit for bit (design.md, vector format).
+// bit pattern, so that a reproducer replays bit for bit (docs/design.md §5).
 #pragma once
 
 #include <bit>

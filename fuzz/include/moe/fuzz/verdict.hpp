@@ -1,5 +1,5 @@
 // The one verdict: an implementation's output and contract against the spec, per token
-// (design.md §3). Decided the CGAL way: float comparisons first (exact), a binary64 filter
+// (docs/design.md §3). Decided the CGAL way: float comparisons first (exact), a binary64 filter
 // with a derived error bound next, MPFR enclosures from the oracle only when undecided;
 // LevelCounters says how often each level decided. Budgets are derived in docs/fuzz.md.
 #pragma once

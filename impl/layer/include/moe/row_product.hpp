@@ -2,7 +2,7 @@
 //
 // Why not Eigen's GEMM: Eigen picks its blocking and micro-kernel from the matrix sizes and
 // a row's position in a block, so the rounding of one token's result can change with the
-// batch it came in. The layer promises bitwise batch invariance (design.md §3 counts a
+// batch it came in. The layer promises bitwise batch invariance (docs/design.md §3 counts a
 // token whose output changed with its batch as a violation), so every product here sums
 // over the inner dimension in index order, for every row, whatever the batch.
 #pragma once

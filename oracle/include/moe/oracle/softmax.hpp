@@ -1,7 +1,7 @@
 #pragma once
 // Activation.softmaxVecSpec and Spec.MoE.gatesVecSpec, in TorchLean's exact order of
-// operations (design.md §1), so that evaluated in binary32 they reproduce Lean bit for bit
-// given the same exp.
+// operations (docs/design.md §1, The spec), so that evaluated in binary32 they reproduce
+// Lean bit for bit given the same exp.
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -38,7 +38,7 @@ std::vector<A> softmaxVecSpec(std::span<const A> x) {
 
 // The kept set of gatesVecSpec: Lean's ranking of the probabilities. Fast path when every
 // probability is a number; Lean's literal total ranking otherwise (rows that are not real,
-// whose binary32 spec value is the reference for routers, design.md §3).
+// whose binary32 spec value is the reference for routers, docs/design.md §3).
 template <class A>
 std::vector<bool> gatesKeptMask(std::size_t k, std::span<const A> p) {
   for (const A& v : p) {
