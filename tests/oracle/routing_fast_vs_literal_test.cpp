@@ -60,5 +60,21 @@ TEST(FastVsLiteralNaN, LiteralIsTotalFastThrows) {
   EXPECT_EQ(keptExpertsLiteral(2, std::span<const float>(s)), (std::vector<std::size_t>{0, 2}));
 }
 
+// keptExpertsLiteral is Lean's keptExperts on rows outside StrictWeak too: position r holds
+// the first expert of rank r, and a rank nobody has leaves its position out. Scores
+// [0, NaN, 1]: 0 beats NaN (index), NaN beats 1 (index), 1 beats 0 (score), so every rank
+// is 1 and Lean's keptExperts 2 is [0] (the #guard in Spec.lean), not [0, 1, 2].
+TEST(FastVsLiteralNaN, KeptExpertsLiteralIsLeansOnNaNRows) {
+  const std::vector<float> cyclic{0.0f, NAN, 1.0f};
+  const std::span<const float> c(cyclic);
+  EXPECT_EQ(rank(c, 0), 1u);
+  EXPECT_EQ(rank(c, 1), 1u);
+  EXPECT_EQ(rank(c, 2), 1u);
+  EXPECT_EQ(keptExpertsLiteral(1, c), (std::vector<std::size_t>{}));
+  EXPECT_EQ(keptExpertsLiteral(2, c), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(keptExpertsLiteral(3, c), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(keptMaskLiteral(2, c), (std::vector<bool>{true, true, true}));
+}
+
 }  // namespace
 }  // namespace moe::oracle

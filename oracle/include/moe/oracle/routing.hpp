@@ -136,20 +136,25 @@ std::vector<bool> keptMaskLiteral(std::size_t k, std::span<const A> s) {
   return mask;
 }
 
-// Lean's literal keptExperts, total on any input including NaN: the experts whose literal
-// rank is below k, ordered by (rank, index). Equals keptExperts(k, s) under StrictWeak;
-// outside it (NaN) ranks may repeat and the list may be shorter or longer than min(k, E).
+// Lean: Spec.MoE.keptExperts (literal) — serves length_keptExperts
+// Lean's definition word for word, total on any input including NaN: for each position
+// r < min(k, E), the first expert (lowest index) whose literal rank is r; positions that
+// no expert holds are skipped. Under StrictWeak the ranks are a permutation of 0..E-1 and
+// this equals keptExperts(k, s). Outside it (NaN) ranks may repeat or be missing: scores
+// [0, NaN, 1] have ranks [1, 1, 1], so k = 2 gives [0], as Lean does. O(E^2).
 template <class A>
 std::vector<std::size_t> keptExpertsLiteral(std::size_t k, std::span<const A> s) {
-  std::vector<std::pair<std::size_t, std::size_t>> byRank;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const std::size_t r = rank(s, i);
-    if (r < k) byRank.emplace_back(r, i);
-  }
-  std::sort(byRank.begin(), byRank.end());
+  std::vector<std::size_t> r(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) r[i] = rank(s, i);
   std::vector<std::size_t> out;
-  out.reserve(byRank.size());
-  for (const auto& [r, i] : byRank) out.push_back(i);
+  for (std::size_t pos = 0; pos < std::min(k, s.size()); ++pos) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (r[i] == pos) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
   return out;
 }
 
