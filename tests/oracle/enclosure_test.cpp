@@ -5,6 +5,7 @@
 
 #include <bit>
 
+#include "../../oracle/src/certified/ziv.hpp"  // detail::roundsUniquely (compiled into moe_oracle)
 #include "moe/oracle/certified/gates.hpp"
 #include "real_reference.hpp"
 #include "scores.hpp"
@@ -172,6 +173,47 @@ TEST(ZivLoop, RefinesFromALowStartPrecisionAndCountsLevels) {
   EXPECT_EQ(stats.decidedAtLevel[0], 0u);
   softmaxEnclosure(l);
   EXPECT_EQ(zivStats().decidedAtLevel[0], 1u);
+}
+
+// The Ziv loop's acceptance test on hand-made intervals: an enclosure is decided only when it
+// is narrow enough AND both ends round to the same binary32 AND the same binary64; a
+// straddled zero only when both ends are below every zero threshold.
+// [c - 2^belowLog2, c + 2^aboveLog2] for the centre c = base + 2^extraLog2 (exact at 256 bits;
+// extraLog2 = 0 adds nothing).
+Interval around(double base, int belowLog2, int aboveLog2, int extraLog2 = 0) {
+  Interval r{BigFloat(256), BigFloat(256)};
+  BigFloat d(256);
+  mpfr_set_d(r.lower.get(), base, MPFR_RNDN);
+  if (extraLog2 != 0) {
+    mpfr_set_ui_2exp(d.get(), 1, extraLog2, MPFR_RNDN);
+    mpfr_add(r.lower.get(), r.lower.get(), d.get(), MPFR_RNDN);
+  }
+  mpfr_set(r.upper.get(), r.lower.get(), MPFR_RNDN);
+  mpfr_set_ui_2exp(d.get(), 1, belowLog2, MPFR_RNDN);
+  mpfr_sub(r.lower.get(), r.lower.get(), d.get(), MPFR_RNDD);
+  mpfr_set_ui_2exp(d.get(), 1, aboveLog2, MPFR_RNDN);
+  mpfr_add(r.upper.get(), r.upper.get(), d.get(), MPFR_RNDU);
+  return r;
+}
+
+TEST(ZivLoop, RoundsUniquelyDecidesOnlyWhenBothEndsAgreeInBothFormats) {
+  float f32 = -1.0f;
+  double f64 = -1.0;
+  // Around 1 + 2^-24, a binary32 midpoint and a binary64 number: both ends round to it in
+  // binary64, but to 1 and 1 + 2^-23 in binary32. Undecided.
+  EXPECT_FALSE(detail::roundsUniquely(around(1.0, -70, -70, -24), -60, f32, f64));
+  // Around 1 + 2^-53 (a binary64 midpoint, far from any binary32 one): undecided in binary64.
+  EXPECT_FALSE(detail::roundsUniquely(around(1.0, -90, -90, -53), -60, f32, f64));
+  // Rounding alike in both formats but wider than 2^-60 relative: undecided.
+  EXPECT_FALSE(detail::roundsUniquely(around(1.0, -58, -58), -60, f32, f64));
+  // Narrow and rounding alike: decided, to the common values.
+  ASSERT_TRUE(detail::roundsUniquely(around(0.75, -70, -70), -60, f32, f64));
+  EXPECT_EQ(f32, 0.75f);
+  EXPECT_EQ(f64, 0.75);
+  // A straddled zero is +0 only below 2^-1076 at both ends.
+  ASSERT_TRUE(detail::roundsUniquely(around(0.0, -1100, -1100), -60, f32, f64));
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(f64), 0u);
+  EXPECT_FALSE(detail::roundsUniquely(around(0.0, -1000, -1100), -60, f32, f64));
 }
 
 TEST(BadInput, RowsThatAreNotRealAndBadKeptSets) {
