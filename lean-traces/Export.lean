@@ -254,9 +254,10 @@ def routingCase (comment : String) (k : Nat) (l : List Float32) : Case :=
     if differs then ["Float32ProbabilityTie"] else []]
   { group := "RoutingTest", comment := comment, flags := flags,
     result := if differs then "acceptable" else "valid",
-    fields := [("k", toString k), ("logits", vecText l), ("ranks", natArr (ranks l)),
+    fields := [("k", toString k), ("logits", vecText l), ("max32", hex32 tr.m),
+      ("ranks", natArr (ranks l)),
       ("keptExperts", natArr onLogits), ("exps32", vecText tr.exps),
-      ("probs32", vecText tr.out), ("gates32", vecText (gatesOfProbs k tr.out))] }
+      ("probs32", vecText tr.out), ("gates32", vecText (gatesFromProbs k tr.out))] }
 
 /-- RankTest: beats/rank/kept/keptExperts in any context, including NaN scores, which
 are outside the domain (`invalid`: the oracle must reject them, naming the index). -/
@@ -297,9 +298,10 @@ def gatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
     flags := joinLists [scoreFlags l, kFlags k (Lst.len l), extra,
       if nonFinite then ["NonFiniteRow"] else []],
     result := "valid",
-    fields := [ctx α, ("k", toString k), ("logits", vecText l), ("exps", vecText tr.exps),
+    fields := [ctx α, ("k", toString k), ("logits", vecText l),
+      ("max", Exportable.text tr.m), ("exps", vecText tr.exps),
       ("probs", vecText tr.out), ("keptOnProbs", natArr (keptExperts k tr.out)),
-      ("gates", vecText (gatesOfProbs k tr.out))] }
+      ("gates", vecText (gatesFromProbs k tr.out))] }
 
 /-- Dot product in index order, seeded with zero: the linear maps of ForwardTest. -/
 def dot {α : Type} [Context α] (w x : List α) : α :=
@@ -316,18 +318,16 @@ def combineCase {α : Type} [Context α] [Exportable α] (comment : String)
     fields := [ctx α, ("gates", vecText g), ("outputs", matText outs),
       ("combined", vecText (combineSpec g outs))] }
 
-@[noinline] def ratEq (x y : Rat) : Bool := x.num == y.num && x.den == y.den
-
 /-- PermuteTest: the seed's moe-gate-permute, `gate (s ∘ e) i = gate s (e i)`, over exact
-rational probabilities: gatesOfProbs of the relabelled probabilities `p (e j)` against the
+rational probabilities: gatesFromProbs of the relabelled probabilities `p (e j)` against the
 relabelled gates. It holds exactly unless a tie straddles the kept boundary (then the
 index tie-break decides, and relabelling changes which of the tied experts is kept). -/
 def permuteCase (comment : String) (k : Nat) (p : List Rat) (perm : List Nat) : Case :=
   let E := Lst.len p
   let idx := Lst.range E
   let relabelled := Lst.map (fun j => score p (Lst.getD perm j 0)) idx
-  let g := gatesOfProbs k p
-  let gPerm := gatesOfProbs k relabelled
+  let g := gatesFromProbs k p
+  let gPerm := gatesFromProbs k relabelled
   let relabels := Lst.all (fun i => ratEq (score gPerm i) (score g (Lst.getD perm i 0))) idx
   let order := keptExperts (k + 1) p
   let tie := decide (0 < k) && decide (k < E) &&
@@ -341,22 +341,73 @@ def permuteCase (comment : String) (k : Nat) (p : List Rat) (perm : List Nat) : 
 
 /-- ForwardTest: a router `logits = W x` and linear experts `out_e = A_e x` (dot
 products in index order from zero); the dense forwardSpec and the sparse block, with the
-exp values the router's softmax used. -/
-def forwardCase {α : Type} [ExpContext α] [Exportable α] (comment : String) (k : Nat)
-    (x : List α) (W : List (List α)) (A : List (List (List α))) : Case :=
+max and the exp values the router's softmax used. Flags `NonFiniteRow` (a NaN
+probability) and `InfiniteDisplacedExpert` (an expert not kept on the probabilities has a
+non-finite output: dense is then NaN where sparse is not) are computed; `extra` adds the
+caller's (near-ties). -/
+def forwardCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (extra : List String) (k : Nat) (x : List α) (W : List (List α))
+    (A : List (List (List α))) : Case :=
   let router := matVec W
   let experts := fun e => matVec (Lst.getD A e [])
   let logits := router x
   let tr := Activation.softmaxTraceWith ExpContext.exp logits
+  let nonFinite := Lst.any Exportable.isNaN tr.out
+  let infDisplaced := Lst.any (fun e => !kept k tr.out e &&
+      Lst.any (fun v => Exportable.isInf v || Exportable.isNaN v) (experts e x))
+    (Lst.range (Lst.len logits))
   { group := "ForwardTest", comment := comment,
-    flags := Lst.app (scoreFlags logits) (kFlags k (Lst.len logits)), result := "valid",
+    flags := joinLists [scoreFlags logits, kFlags k (Lst.len logits), extra,
+      if nonFinite then ["NonFiniteRow"] else [],
+      if infDisplaced then ["InfiniteDisplacedExpert"] else []],
+    result := "valid",
     fields := [ctx α, ("k", toString k), ("experts", toString (Lst.len W)),
       ("x", vecText x), ("routerWeights", matText W),
       ("expertWeights", arr (Lst.map matText A)),
-      ("logits", vecText logits), ("exps", vecText tr.exps),
-      ("gates", vecText (gatesOfProbs k tr.out)),
+      ("logits", vecText logits), ("max", Exportable.text tr.m), ("exps", vecText tr.exps),
+      ("gates", vecText (gatesFromProbs k tr.out)),
       ("dense", vecText (forwardSpec k router experts x)),
       ("sparse", vecText (sparseForwardSpec k router experts x))] }
+
+/-- ForwardProbsTest: forwardSpec_eq_sparseForwardSpec over exact rationals: rational
+router probabilities `p`, linear experts `out_e = A_e x`; the dense layer and the sparse
+block from the probabilities (equal exactly, `denseEqualsSparse`). -/
+def forwardProbsCase (comment : String) (k : Nat) (x : List Rat) (p : List Rat)
+    (A : List (List (List Rat))) : Case :=
+  let experts := fun e => matVec (Lst.getD A e [])
+  let dense := forwardSpecFromProbs k p experts x
+  let sparse := sparseForwardSpecFromProbs k p experts x
+  let E := Lst.len p
+  let order := keptExperts (k + 1) p
+  let tie := decide (0 < k) && decide (k < E) &&
+    !ratGt (score p (Lst.getD order (k - 1) 0)) (score p (Lst.getD order k 0))
+  { group := "ForwardProbsTest", comment := comment,
+    flags := joinLists [scoreFlags p, kFlags k E, if tie then ["TieAtKeptBoundary"] else []],
+    result := "valid",
+    fields := [ctx Rat, ("k", toString k), ("experts", toString E), ("x", vecText x),
+      ("probs", vecText p), ("expertWeights", arr (Lst.map matText A)),
+      ("gates", vecText (gatesFromProbs k p)), ("dense", vecText dense),
+      ("sparse", vecText sparse),
+      ("denseEqualsSparse", if Lst.eqBy ratEq dense sparse then "true" else "false")] }
+
+/-- SoftmaxPermuteTest: moe-gate-permute for the softmax alone, over exact rationals with
+the rational stand-in `Spec.MoE.Checks.ratExpStandIn` for exp: the softmax of the relabelled
+logits `l (e j)` against the relabelled softmax. It must always relabel (`relabels`): no
+tie condition, unlike the top-k gates. -/
+def softmaxPermuteCase (comment : String) (l : List Rat) (perm : List Nat) : Case :=
+  let idx := Lst.range (Lst.len l)
+  let relabelled := Lst.map (fun j => score l (Lst.getD perm j 0)) idx
+  let tr := Activation.softmaxTraceWith Spec.MoE.Checks.ratExpStandIn l
+  let trPerm := Activation.softmaxTraceWith Spec.MoE.Checks.ratExpStandIn relabelled
+  let relabels := Lst.all (fun i => ratEq (score trPerm.out i)
+    (score tr.out (Lst.getD perm i 0))) idx
+  { group := "SoftmaxPermuteTest", comment := comment,
+    flags := scoreFlags l, result := "valid",
+    fields := [ctx Rat, ("logits", vecText l), ("permutation", natArr perm),
+      ("max", ratStr tr.m), ("exps", vecText tr.exps), ("softmax", vecText tr.out),
+      ("permutedMax", ratStr trPerm.m), ("permutedExps", vecText trPerm.exps),
+      ("permutedSoftmax", vecText trPerm.out),
+      ("relabels", if relabels then "true" else "false")] }
 
 def capacityCase (comment : String) (flags : List String) (C E : Nat) (group : List Nat) :
     Case :=
@@ -544,10 +595,55 @@ def forwardCase' (i : Nat) : Gen Case := do
   let W ← genMat32 E Din
   let A ← genList E (genMat32 Dout Din)
   if i % 2 == 0 then
-    return forwardCase s!"binary32 linear experts #{i}" k x W A
+    return forwardCase s!"binary32 linear experts #{i}" [] k x W A
   else
-    return forwardCase s!"binary64 linear experts #{i}" k (widen x) (widenMat W)
+    return forwardCase s!"binary64 linear experts #{i}" [] k (widen x) (widenMat W)
       (Lst.map widenMat A)
+
+/-- Hand-picked forward passes: an infinite displaced expert (dense NaN, sparse finite), a
+non-finite row (+inf logit; every logit -inf), near-ties at the kept boundary (one ulp
+apart; 0 and 2^-30, whose binary32 probabilities tie so the probabilities keep the other
+expert), in binary32 and binary64. -/
+def fixedForwardCases : List Case :=
+  let one := f32 0x3f800000
+  let pinf := f32 0x7f800000
+  let ninf := f32 0xff800000
+  let c32 := fun (c : String) (extra : List String) (k : Nat) (x : List Float32)
+      (W : List (List Float32)) (A : List (List (List Float32))) =>
+    [forwardCase (c ++ ", binary32") extra k x W A,
+      forwardCase (c ++ ", binary64") extra k (widen x) (widenMat W) (Lst.map widenMat A)]
+  joinLists [
+    c32 "a displaced expert outputs +inf: dense 0 * inf = NaN, sparse finite" [] 1 [one]
+      [[f32 0x40000000], [f32 0]] [[[f32 0x40400000]], [[pinf]]],
+    c32 "a displaced expert outputs -inf beside a kept one, k = 2 of 3" [] 2 [one]
+      [[f32 0x40000000], [f32 0xbf800000], [one]]
+      [[[f32 0x40400000]], [[ninf]], [[f32 0xc0000000]]],
+    c32 "a +inf router logit: a non-finite row" [] 1 [one] [[pinf], [one]]
+      [[[one]], [[f32 0x40000000]]],
+    c32 "every router logit -inf: a non-finite row" [] 1 [one] [[ninf], [ninf]]
+      [[[one]], [[f32 0x40000000]]],
+    c32 "logits one ulp apart at the kept boundary" ["NearTieAtKeptBoundary"] 1 [one]
+      [[one], [f32 0x3f800001], [f32 0x3f000000]]
+      [[[f32 0x40a00000]], [[f32 0x40e00000]], [[one]]],
+    c32 "logits 0 and 2^-30 at the kept boundary: binary32 probabilities tie"
+      ["NearTieAtKeptBoundary"] 1 [one] [[f32 0], [f32 0x30800000]]
+      [[[f32 0x40a00000]], [[f32 0x40e00000]]]]
+
+def forwardProbsCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 6, 8]
+  let k ← genK E
+  let Din ← pick [1, 2, 3]
+  let Dout ← pick [1, 2, 3]
+  let x ← genList Din genRat
+  let p ← if i % 2 == 0 then genTiedProbs E else genProbs E
+  let A ← genList E (genList Dout (genList Din genRat))
+  return forwardProbsCase s!"rational probabilities #{i}, E={E} k={k}" k x p A
+
+def softmaxPermuteCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 6, 7, 8]
+  let l ← genList E genRat
+  let perm ← shuffleFrom (Lst.range E) E
+  return softmaxPermuteCase s!"relabelled logits #{i}, E={E}" l perm
 
 def capacityCase' (i : Nat) : Gen Case := do
   let E ← pick [1, 2, 3, 4, 5, 7, 8]
@@ -602,7 +698,8 @@ def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
 
 def groupOrder : List String :=
   ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
-    "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest"]
+    "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
+    "SoftmaxPermuteTest"]
 
 def notes : List (String × String) :=
   [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
@@ -622,7 +719,9 @@ def notes : List (String × String) :=
    ("SeedTheorem", "A concrete theorem of the seed (capacity_depends_on_devices, balance_depends_on_devices)."),
    ("CapacityZero", "Capacity 0: every token is dropped."),
    ("EmptyGroup", "A group with no tokens."),
-   ("TokenDropped", "At least one token exceeds its expert's capacity.")]
+   ("TokenDropped", "At least one token exceeds its expert's capacity."),
+   ("InfiniteDisplacedExpert", "An expert that is not kept outputs an infinity: the dense layer multiplies it by its gate 0 (0 * inf = NaN), the sparse block never runs it, so they differ in floats."),
+   ("NearTieAtKeptBoundary", "The last kept and the first displaced logit are distinct but very close (one ulp, or 0 and 2^-30): a rounding error can swap them.")]
 
 def testText (id : Nat) (c : Case) : String :=
   obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
@@ -681,8 +780,11 @@ def allCases : Gen (List Case) := do
   let pm ← numbered permuteCase' 150 0
   let cp ← numbered capacityCase' 150 0
   let bl ← numbered balanceCase' 120 0
-  return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw,
-    pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl]
+  -- Drawn after every earlier group, so that adding them left the earlier draws unchanged.
+  let fp ← numbered forwardProbsCase' 120 0
+  let sp ← numbered softmaxPermuteCase' 100 0
+  return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw, fixedForwardCases,
+    pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp]
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1

@@ -75,6 +75,11 @@ def take {β : Type} : Nat → List β → List β
   | _, [] => []
   | n + 1, x :: xs => x :: take n xs
 
+def drop {β : Type} : Nat → List β → List β
+  | 0, xs => xs
+  | _, [] => []
+  | n + 1, _ :: xs => drop n xs
+
 def setAt {β : Type} : List β → Nat → β → List β
   | [], _, _ => []
   | _ :: xs, 0, v => v :: xs
@@ -156,6 +161,7 @@ class ExpContext (α : Type) extends Context α where
 @[noinline] def ratMax (x y : Rat) : Rat := if x ≤ y then y else x
 @[noinline] def ratGt (x y : Rat) : Bool := decide (x > y)
 @[noinline] def ratOfNat (n : Nat) : Rat := (n : Rat)
+@[noinline] def ratEq (x y : Rat) : Bool := x.num == y.num && x.den == y.den
 
 instance : ExpContext Float where
   zero := f64zero
@@ -246,6 +252,9 @@ def softmaxTraceWith (expFn : α → α) (x : List α) : SoftmaxTrace α :=
     let d := Spec.MoE.sumSpec es
     { m := m, exps := es, denom := d, out := Lst.map (fun e => Context.div e d) es }
 
+/-- `softmaxVecSpec` with the exponential supplied: the output of the trace. -/
+def softmaxVecSpecWith (expFn : α → α) (x : List α) : List α := (softmaxTraceWith expFn x).out
+
 /-- TorchLean's `softmaxVecSpec`. -/
 def softmaxVecSpec [ExpContext α] (x : List α) : List α :=
   (softmaxTraceWith ExpContext.exp x).out
@@ -258,7 +267,7 @@ variable {α : Type} [Context α]
 
 /-- Gates from probabilities `p`: `p e / (sum of p j over kept j, index order)` where
 `e` is kept on `p`, else zero (`getScalar_gatesVecSpec`). -/
-def gatesOfProbs (k : Nat) (p : List α) : List α :=
+def gatesFromProbs (k : Nat) (p : List α) : List α :=
   let idx := Lst.range (Lst.len p)
   let mask := Lst.map (kept k p) idx
   let total := sumSpec (Lst.map (score p) (Lst.filter (fun j => Lst.getD mask j false) idx))
@@ -267,7 +276,7 @@ def gatesOfProbs (k : Nat) (p : List α) : List α :=
 
 /-- `gatesVecSpec` with the exponential supplied (routing is on the probabilities). -/
 def gatesVecSpecWith (expFn : α → α) (k : Nat) (logits : List α) : List α :=
-  gatesOfProbs k (Activation.softmaxTraceWith expFn logits).out
+  gatesFromProbs k (Activation.softmaxTraceWith expFn logits).out
 
 /-- TorchLean's `gatesVecSpec k logits`. -/
 def gatesVecSpec [ExpContext α] (k : Nat) (logits : List α) : List α :=
@@ -281,12 +290,29 @@ def combineSpec (g : List α) (outs : List (List α)) : List α :=
       Context.mul (score g e) (score (Lst.getD outs e []) c)) (Lst.range (Lst.len outs))))
     (Lst.range dim)
 
+/-- The dense layer given the router's probabilities `p` (no `exp` needed, so it runs over
+`Rat` too): every expert runs, `combineSpec (gatesFromProbs k p)` of their outputs. -/
+def forwardSpecFromProbs (k : Nat) (p : List α) (experts : Nat → List α → List α)
+    (x : List α) : List α :=
+  combineSpec (gatesFromProbs k p) (Lst.map (fun e => experts e x) (Lst.range (Lst.len p)))
+
+/-- Mixtral's sparse block given the router's probabilities `p`: only the experts kept on
+`p` run; coordinate c is `((0 + g_a·out_a[c]) + g_b·out_b[c]) + …` over the kept experts
+in index order (`forwardSpec_eq_sparseForwardSpec` over ℝ, and exactly over ℚ). The output
+has the experts' output shape even when nothing is kept (k = 0): zeros. -/
+def sparseForwardSpecFromProbs (k : Nat) (p : List α) (experts : Nat → List α → List α)
+    (x : List α) : List α :=
+  let g := gatesFromProbs k p
+  let keptIdx := Lst.filter (kept k p) (Lst.range (Lst.len p))
+  let dim := if Lst.len p == 0 then 0 else Lst.len (experts 0 x)
+  let outs := Lst.map (fun e => (e, experts e x)) keptIdx
+  Lst.map (fun c => sumSpec (Lst.map (fun (eo : Nat × List α) =>
+      Context.mul (score g eo.1) (score eo.2 c)) outs)) (Lst.range dim)
+
 /-- The dense layer with the exponential supplied: every expert runs. -/
 def forwardSpecWith (expFn : α → α) (k : Nat) (router : List α → List α)
     (experts : Nat → List α → List α) (x : List α) : List α :=
-  let logits := router x
-  combineSpec (gatesVecSpecWith expFn k logits)
-    (Lst.map (fun e => experts e x) (Lst.range (Lst.len logits)))
+  forwardSpecFromProbs k (Activation.softmaxTraceWith expFn (router x)).out experts x
 
 /-- `forwardSpec k router experts x`: dense, `combineSpec (gatesVecSpec k (router x))`. -/
 def forwardSpec [ExpContext α] (k : Nat) (router : List α → List α)
@@ -294,19 +320,10 @@ def forwardSpec [ExpContext α] (k : Nat) (router : List α → List α)
   forwardSpecWith ExpContext.exp k router experts x
 
 /-- Mixtral's sparse block with the exponential supplied: only the experts kept on the
-probabilities run; coordinate c is `((0 + g_a·out_a[c]) + g_b·out_b[c]) + …` over the
-kept experts in index order (`forwardSpec_eq_sparseForwardSpec` over ℝ). The output has
-the experts' output shape even when nothing is kept (k = 0): zeros. -/
+probabilities run (`sparseForwardSpecFromProbs`). -/
 def sparseForwardSpecWith (expFn : α → α) (k : Nat) (router : List α → List α)
     (experts : Nat → List α → List α) (x : List α) : List α :=
-  let logits := router x
-  let p := (Activation.softmaxTraceWith expFn logits).out
-  let g := gatesOfProbs k p
-  let keptIdx := Lst.filter (kept k p) (Lst.range (Lst.len p))
-  let dim := if Lst.len logits == 0 then 0 else Lst.len (experts 0 x)
-  let outs := Lst.map (fun e => (e, experts e x)) keptIdx
-  Lst.map (fun c => sumSpec (Lst.map (fun (eo : Nat × List α) =>
-      Context.mul (score g eo.1) (score eo.2 c)) outs)) (Lst.range dim)
+  sparseForwardSpecFromProbs k (Activation.softmaxTraceWith expFn (router x)).out experts x
 
 /-- `sparseForwardSpec k router experts x`. -/
 def sparseForwardSpec [ExpContext α] (k : Nat) (router : List α → List α)
@@ -418,5 +435,26 @@ def monotoneImage (s : List Rat) : List Rat := Lst.map (fun x => ratSub (ratMul 
   Float.ofBits 0x3ff0000000000000] 1
 #guard ranks [Float.ofBits 0, Float.ofBits 0x7ff8000000000000,
   Float.ofBits 0x3ff0000000000000] == [1, 1, 1]
+-- ... and keptExperts lists, for each position r < min k E, the first expert of rank r:
+-- no expert has rank 0, so k = 2 gives only the first expert of rank 1 (the C++
+-- keptExpertsLiteral must give the same, keptExpertsLiteralIsLeansOnNaNRows pins it).
+#guard keptExperts 2 [Float.ofBits 0, Float.ofBits 0x7ff8000000000000,
+  Float.ofBits 0x3ff0000000000000] == [0]
+
+-- moe-gate-permute for the softmax alone holds with no condition over ℚ, for any
+-- exponential: the max of a list and an exact sum do not depend on the order. Checked with
+-- a rational stand-in for exp over every vector of length ≤ 3 and every relabelling.
+def ratExpStandIn (x : Rat) : Rat := ratDiv 1 (ratAdd (ratSub 1 x) (ratDiv (ratMul x x) 2))
+def permutations : Nat → List (List Nat)
+  | 0 => [[]]
+  | n + 1 => Lst.flatMap (fun p => Lst.map (fun i => Lst.app (Lst.take i p)
+      (n :: Lst.drop i p)) (Lst.range (n + 1))) (permutations n)
+def softmaxRelabels (s : List Rat) (e : List Nat) : Bool :=
+  let sm := Activation.softmaxVecSpecWith ratExpStandIn
+  let se := Lst.map (fun j => score s (Lst.getD e j 0)) (Lst.range (Lst.len s))
+  Lst.all (fun i => ratEq (score (sm se) i) (score (sm s) (Lst.getD e i 0)))
+    (Lst.range (Lst.len s))
+#guard Lst.all (fun E => Lst.all (fun s => Lst.all (softmaxRelabels s) (permutations E))
+  (allVectors ratValues E)) (Lst.range 4)
 
 end Spec.MoE.Checks

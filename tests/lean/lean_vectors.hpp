@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace moe::lean {
@@ -82,5 +83,29 @@ struct ReplayedExp {
     return values[next++];
   }
 };
+
+// Every exp argument the oracle passed, against Lean's: x_i - m with Lean's max m, one per
+// logit, in index order (IEEE subtraction rounds the same on both sides; NaN matches NaN).
+// Returns "" when they agree, otherwise what differs first. Replays that inject Lean's exps
+// check this, so that an injected exp cannot hide a wrong max or a wrong argument order.
+template <class A>
+std::string expArgumentMismatch(const std::vector<A>& logits, const A& leanMax,
+                                const std::vector<A>& arguments) {
+  if (arguments.size() != logits.size()) {
+    return "exp called " + std::to_string(arguments.size()) + " times for " +
+           std::to_string(logits.size()) + " logits";
+  }
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const A expected = logits[i] - leanMax;
+    bool same = false;
+    if constexpr (std::is_same_v<A, mpq_class>) {
+      same = arguments[i] == expected;
+    } else {
+      same = sameBits(arguments[i], expected);
+    }
+    if (!same) return "exp argument " + std::to_string(i) + " is not x_i - m with Lean's m";
+  }
+  return "";
+}
 
 }  // namespace moe::lean

@@ -4,7 +4,9 @@
 // with the exact (certified) combine within the recursive-summation bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <moe/oracle/certified/forward.hpp>
 #include <moe/oracle/combine.hpp>
 #include <moe/oracle/softmax.hpp>
@@ -114,6 +116,39 @@ std::vector<A> matVec(const std::vector<std::vector<A>>& m, std::span<const A> x
   return y;
 }
 
+bool hasFlag(const json& t, const char* flag) {
+  const auto& flags = t.at("flags");
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+template <class A>
+bool anyNaN(const std::vector<A>& v) {
+  return std::any_of(v.begin(), v.end(), [](const A& x) { return std::isnan(x); });
+}
+
+// What the edge-case flags of a ForwardTest claim, checked on the oracle's own values:
+// InfiniteDisplacedExpert makes dense NaN where sparse is not; NonFiniteRow has NaN gates;
+// NearTieAtKeptBoundary has two distinct logits at most 2^-20 apart (relative) at the
+// kept boundary of the logits.
+template <class A>
+void checkForwardFlags(const json& t, const std::vector<A>& logits, const std::vector<A>& gates,
+                       const std::vector<A>& dense, const std::vector<A>& sparse, std::size_t k) {
+  if (hasFlag(t, "InfiniteDisplacedExpert") && !hasFlag(t, "NonFiniteRow")) {
+    EXPECT_TRUE(anyNaN(dense) && !anyNaN(sparse)) << describe(t) << ": dense must be NaN";
+  }
+  if (anyNaN(gates)) EXPECT_TRUE(hasFlag(t, "NonFiniteRow")) << describe(t);
+  if (hasFlag(t, "NonFiniteRow") && k > 0) EXPECT_TRUE(anyNaN(gates)) << describe(t);
+  if (hasFlag(t, "NearTieAtKeptBoundary")) {
+    const auto order = oracle::keptExperts(k + 1, std::span<const A>(logits));
+    ASSERT_GT(order.size(), k) << describe(t);
+    ASSERT_GT(k, 0u) << describe(t);
+    const A a = logits[order[k - 1]], b = logits[order[k]];
+    EXPECT_TRUE(a > b) << describe(t) << ": the boundary logits must differ";
+    EXPECT_LE(double(a) - double(b), std::ldexp(std::max(std::fabs(double(a)), 1.0), -20))
+        << describe(t) << ": the boundary logits must be within 2^-20";
+  }
+}
+
 template <class A>
 void replayForward(const json& t, std::size_t& hostExpRuns) {
   const std::size_t k = t.at("k");
@@ -128,9 +163,11 @@ void replayForward(const json& t, std::size_t& hostExpRuns) {
   const auto logits = matVec(W, xs);
   expectSame(t, "logits", logits, vecFromJson<A>(t.at("logits")));
   const auto leanExps = vecFromJson<A>(t.at("exps"));
-  std::size_t next = 0;
-  auto replayedExp = [&](const A&) { return leanExps.at(next++); };
-  const auto probs = oracle::softmaxVecSpecWith(std::span<const A>(logits), replayedExp);
+  std::vector<A> arguments;
+  const auto probs =
+      oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
+  EXPECT_EQ(expArgumentMismatch(logits, scalarFromText<A>(t.at("max")), arguments), "")
+      << describe(t);
   const auto gates = oracle::gatesFromProbs(k, std::span<const A>(probs));
   expectSame(t, "gates", gates, vecFromJson<A>(t.at("gates")));
   const auto dense = oracle::forwardSpecFromGates(std::span<const A>(gates), expertFn, xs);
@@ -138,6 +175,7 @@ void replayForward(const json& t, std::size_t& hostExpRuns) {
   const auto sparse = oracle::sparseForwardSpecFromGates(
       std::span<const A>(gates), oracle::gatesKeptMask(k, std::span<const A>(probs)), expertFn, xs);
   expectSame(t, "sparse", sparse, vecFromJson<A>(t.at("sparse")));
+  checkForwardFlags<A>(t, logits, gates, dense, sparse, k);
 
   // Where the host's exp agrees with Lean's on every argument, the oracle's own
   // forwardSpec / sparseForwardSpec (host exp) must give Lean's values unaided.
@@ -158,7 +196,11 @@ void replayForward(const json& t, std::size_t& hostExpRuns) {
 
 TEST(LeanReplayForward, DenseAndSparseBitExactWithLeanExps) {
   std::size_t seen = 0, hostExpRuns = 0;
+  std::map<std::string, std::size_t> flagged;
   for (const json& t : testsOfType(vectors(), "ForwardTest")) {
+    for (const char* f : {"InfiniteDisplacedExpert", "NonFiniteRow", "NearTieAtKeptBoundary"}) {
+      flagged[f] += hasFlag(t, f) ? 1 : 0;
+    }
     if (t.at("context") == "binary32") {
       replayForward<float>(t, hostExpRuns);
     } else if (t.at("context") == "binary64") {
@@ -170,7 +212,41 @@ TEST(LeanReplayForward, DenseAndSparseBitExactWithLeanExps) {
   }
   EXPECT_GE(seen, 100u);
   EXPECT_GE(hostExpRuns, 1u);
+  // The edge cases of issue 14, in binary32 and binary64 each.
+  EXPECT_GE(flagged["InfiniteDisplacedExpert"], 4u);
+  EXPECT_GE(flagged["NonFiniteRow"], 4u);
+  EXPECT_GE(flagged["NearTieAtKeptBoundary"], 4u);
   std::printf("forwardSpec with the host's exp checked on %zu of %zu tests\n", hostExpRuns, seen);
+}
+
+// forwardSpec_eq_sparseForwardSpec over exact rationals: the oracle's dense layer and sparse
+// block from the probabilities give Lean's values, and the two are equal (Lean says so too).
+TEST(LeanReplayForward, DenseEqualsSparseOverRationalProbabilities) {
+  std::size_t seen = 0, tied = 0;
+  for (const json& t : testsOfType(vectors(), "ForwardProbsTest")) {
+    ASSERT_EQ(t.at("context"), "rational") << describe(t);
+    const std::size_t k = t.at("k");
+    const auto x = vecFromJson<mpq_class>(t.at("x"));
+    const auto p = vecFromJson<mpq_class>(t.at("probs"));
+    std::vector<std::vector<std::vector<mpq_class>>> experts;
+    for (const auto& m : t.at("expertWeights")) experts.push_back(matFromJson<mpq_class>(m));
+    ASSERT_EQ(experts.size(), p.size()) << describe(t);
+    auto expertFn = [&](std::size_t e, std::span<const mpq_class> in) {
+      return matVec(experts.at(e), in);
+    };
+    const std::span<const mpq_class> ps(p), xs(x);
+    expectSame(t, "gates", oracle::gatesFromProbs(k, ps), vecFromJson<mpq_class>(t.at("gates")));
+    const auto dense = oracle::forwardSpecFromProbs(k, ps, expertFn, xs);
+    const auto sparse = oracle::sparseForwardSpecFromProbs(k, ps, expertFn, xs);
+    expectSame(t, "dense", dense, vecFromJson<mpq_class>(t.at("dense")));
+    expectSame(t, "sparse", sparse, vecFromJson<mpq_class>(t.at("sparse")));
+    EXPECT_TRUE(t.at("denseEqualsSparse").get<bool>()) << describe(t) << ": Lean's dense != sparse";
+    EXPECT_EQ(dense, sparse) << describe(t);
+    ++seen;
+    tied += hasFlag(t, "TieAtKeptBoundary") ? 1 : 0;
+  }
+  EXPECT_GE(seen, 100u);
+  EXPECT_GE(tied, 5u) << "ties at the kept boundary must be among them";
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Replay of RoutingTest and RankTest: the C++ oracle's beats/rank/kept/keptExperts (both
 // the literal O(E^2) forms and the O(E log E) ones) equal Lean's exactly; given Lean's exp
 // values, softmaxVecSpecWith and gatesVecSpecWith reproduce Lean's binary32 probabilities
-// and gates bit for bit; and the certified real-number enclosures agree with Lean's
-// binary32 values within the bound derived in float_bounds.hpp.
+// and gates bit for bit, passing exp exactly Lean's arguments x_i - m; and the certified
+// real-number enclosures agree with Lean's binary32 values within the bound derived in
+// float_bounds.hpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,10 +65,15 @@ TEST(LeanReplayRouting, Binary32SoftmaxAndGatesBitExactWithLeanExps) {
     const auto leanExps = vecFromJson<float>(t.at("exps32"));
     const auto leanProbs = vecFromJson<float>(t.at("probs32"));
     const auto leanGates = vecFromJson<float>(t.at("gates32"));
+    const float leanMax = f32FromHex(t.at("max32"));
     const std::span<const float> view(logits);
-    const auto probs = oracle::softmaxVecSpecWith(view, ReplayedExp<float>{leanExps});
-    const auto gates =
-        oracle::gatesVecSpecWith(t.at("k").get<std::size_t>(), view, ReplayedExp<float>{leanExps});
+    std::vector<float> arguments;
+    const auto probs = oracle::softmaxVecSpecWith(view, ReplayedExp<float>{leanExps, &arguments});
+    EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " softmax";
+    arguments.clear();
+    const auto gates = oracle::gatesVecSpecWith(t.at("k").get<std::size_t>(), view,
+                                                ReplayedExp<float>{leanExps, &arguments});
+    EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " gates";
     ASSERT_EQ(probs.size(), leanProbs.size()) << describe(t);
     ASSERT_EQ(gates.size(), leanGates.size()) << describe(t);
     for (std::size_t i = 0; i < probs.size(); ++i) {

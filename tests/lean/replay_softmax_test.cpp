@@ -86,14 +86,17 @@ void replayGates(const json& t) {
   const auto logits = vecFromJson<A>(t.at("logits"));
   const auto leanExps = vecFromJson<A>(t.at("exps"));
   const std::size_t k = t.at("k");
+  const A leanMax = scalarFromText<A>(t.at("max"));
   std::vector<A> arguments;
   const auto probs =
       oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
   expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
+  EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " softmax";
   arguments.clear();
   const auto gates =
       oracle::gatesVecSpecWith(k, std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
   expectBits(t, "gates", gates, vecFromJson<A>(t.at("gates")));
+  EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " gates";
   const bool nonFinite = std::any_of(probs.begin(), probs.end(), [](A p) { return std::isnan(p); });
   if (!nonFinite) {
     EXPECT_EQ(oracle::keptExperts(k, std::span<const A>(probs)),

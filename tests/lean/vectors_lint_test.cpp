@@ -163,15 +163,15 @@ TEST(LeanVectorsLint, EveryDefinitionIsCovered) {
       for (const auto& f : test.at("flags")) flags.insert(f.get<std::string>());
     }
   }
-  for (const char* type :
-       {"RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
-        "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest"}) {
+  for (const char* type : {"RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest",
+                           "ForwardTest", "PermuteTest", "CapacityTest", "SwitchCapacityTest",
+                           "BalanceTest", "ForwardProbsTest", "SoftmaxPermuteTest"}) {
     EXPECT_GE(perType[type], 50u) << type;
   }
   for (const char* flag :
        {"ExactTie", "SignedZero", "Infinity", "Subnormal", "NearTie", "NonPowerOfTwoE", "KZero",
         "KEqualsE", "KAboveE", "NaN", "Float32ProbabilityTie", "NonFiniteRow", "SeedTheorem",
-        "TieAtKeptBoundary"}) {
+        "TieAtKeptBoundary", "InfiniteDisplacedExpert", "NearTieAtKeptBoundary"}) {
     EXPECT_TRUE(flags.count(flag)) << "no test flagged " << flag;
   }
 }

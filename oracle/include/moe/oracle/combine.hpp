@@ -61,7 +61,7 @@ std::vector<A> sparseForwardSpecFromGates(std::span<const A> gates, const std::v
   return y;
 }
 
-// Lean: Spec.MoE.forwardSpec given the router's probabilities (works over mpq_class).
+// Lean: Spec.MoE.forwardSpecFromProbs — serves forwardSpec_eq_sparseForwardSpec (over ℚ too)
 template <class A, class Experts>
 std::vector<A> forwardSpecFromProbs(std::size_t k, std::span<const A> probs, Experts&& experts,
                                     std::span<const A> x) {
@@ -69,7 +69,7 @@ std::vector<A> forwardSpecFromProbs(std::size_t k, std::span<const A> probs, Exp
   return forwardSpecFromGates(std::span<const A>(g), experts, x);
 }
 
-// Lean: Spec.MoE.sparseForwardSpec given the router's probabilities (works over mpq_class).
+// Lean: Spec.MoE.sparseForwardSpecFromProbs — serves forwardSpec_eq_sparseForwardSpec (over ℚ too)
 template <class A, class Experts>
 std::vector<A> sparseForwardSpecFromProbs(std::size_t k, std::span<const A> probs,
                                           Experts&& experts, std::span<const A> x) {

@@ -11,7 +11,7 @@
 
 namespace moe::oracle {
 
-// Lean: Activation.softmaxVecSpec with the exponentials supplied — serves Lean replay
+// Lean: Activation.softmaxVecSpecWith — serves the Lean replay, moe-gate-permute (softmax)
 // n = 0: x. Else m = left fold of max seeded with x0; e_i = expFn(x_i - m);
 // d = ((0 + e_0) + e_1) + ...; out_i = e_i / d.
 template <class A, class ExpFn>
@@ -47,7 +47,7 @@ std::vector<bool> gatesKeptMask(std::size_t k, std::span<const A> p) {
   return keptMask(k, p);
 }
 
-// Lean: Spec.MoE.gatesVecSpec given the probabilities p — serves getScalar_gatesVecSpec
+// Lean: Spec.MoE.gatesFromProbs — serves getScalar_gatesVecSpec, gatesVecSpec_simplex
 // gate_e = kept k p e ? p_e / (sum of p_j over kept j, index order, seeded with 0) : 0.
 // Usable over mpq_class with rational probabilities (forwardSpec_eq_sparseForwardSpec).
 template <class A>
@@ -65,7 +65,7 @@ std::vector<A> gatesFromProbs(std::size_t k, std::span<const A> p) {
   return gates;
 }
 
-// Lean: Spec.MoE.gatesVecSpec with the exponentials supplied — serves Lean replay
+// Lean: Spec.MoE.gatesVecSpecWith — serves the Lean replay
 template <class A, class ExpFn>
 std::vector<A> gatesVecSpecWith(std::size_t k, std::span<const A> logits, ExpFn&& expFn) {
   const std::vector<A> p = softmaxVecSpecWith(logits, expFn);
