@@ -1,0 +1,23 @@
+"""moe-oracle from Python: judge and fuzz a PyTorch or NumPy MoE router against the spec.
+
+The judge, the generators and the shrinker are the ``moe-oracle`` command's own, in the
+extension ``moe_oracle._core``; this package only converts arrays and arguments.
+
+- ``judge(logits, ids, gates, k, contract=None)`` -> JudgeResult (``.ok``, ``.verdicts``,
+  ``.violations``; ``str()`` is ``moe-oracle explain``'s explanation);
+- ``assert_routes(...)``: the same, raising AssertionError with that explanation;
+- ``fuzz(fn, ...)`` -> FuzzReport (the fields of ``moe-oracle fuzz --json``);
+- ``python3 -m moe_oracle fuzz package.module:function [flags]``;
+- ``moe_oracle.strategies.routing_cases(...)``: Hypothesis strategies over the same
+  generator.
+
+docs/python.md documents all of it.
+"""
+
+from ._contract import with_contract
+from ._core import __version__
+from ._fuzz import FuzzReport, Unsupported, fuzz
+from ._judge import JudgeResult, assert_routes, judge
+
+__all__ = ["FuzzReport", "JudgeResult", "Unsupported", "__version__", "assert_routes", "fuzz",
+           "judge", "with_contract"]

@@ -1,0 +1,122 @@
+"""fuzz: the command's campaign, with a Python function as the router."""
+
+import json
+import os
+import random
+from collections.abc import Mapping
+
+from . import _arrays, _contract, _core
+
+
+class Unsupported(Exception):
+    """Raised by a function under test for a case it does not take (a shape, k > E, ...):
+    the case is abstained, not judged, as a C kernel's MOE_ROUTE_EUNSUPPORTED. Abstained
+    cases test nothing; more than half of them is insufficient coverage (exit code 3)."""
+
+
+class FuzzReport(Mapping):
+    """A campaign's summary: the fields of ``moe-oracle fuzz --json``, as keys and as
+    attributes (``report["violations"]``, ``report.tokens``, ``report.coverage``), plus
+    ``exit_code`` (0 clean, 1 a violation, 3 insufficient coverage, 130 interrupted),
+    ``ok``, ``text`` (the command's summary) and ``reports`` (one full report per kind
+    found). ``str(report)``: the reports, then the summary."""
+
+    def __init__(self, fields, text, reports, exit_code):
+        self._fields = fields
+        self.text = text
+        self.reports = list(reports)
+        self.exit_code = exit_code
+
+    def __getitem__(self, key):
+        return self._fields[key]
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self):
+        return len(self._fields)
+
+    def __getattr__(self, name):
+        fields = self.__dict__.get("_fields", {})
+        if name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    @property
+    def ok(self):
+        return self.exit_code == 0
+
+    def json(self):
+        """The summary as the command prints it with --json."""
+        return json.dumps(self._fields)
+
+    def __str__(self):
+        return "".join(self.reports) + self.text
+
+    def __repr__(self):
+        kinds = [v["kind"] for v in self._fields.get("violations", [])]
+        return (f"FuzzReport(impl={self._fields.get('impl')!r}, cases={self._fields.get('cases')}, "
+                f"tokens={self._fields.get('tokens')}, violations={kinds}, "
+                f"exit_code={self.exit_code})")
+
+
+def _route_for(fn, array):
+    """The callable the C++ router calls: the case's logits in the array type the contract
+    asks for, the function's output brought to the C door's slots (a wrong shape or type
+    raises here, and so is a finding of kind exception, with this message)."""
+    to_input = None
+    if array == "torch":
+        import torch  # only when asked: the package itself needs NumPy alone
+        to_input = torch.from_numpy
+
+    def route(logits, k):
+        out = fn(to_input(logits) if to_input else logits, k)
+        try:
+            ids, gates = out
+        except (TypeError, ValueError):
+            raise TypeError(f"the function must return (ids, gates); it returned "
+                            f"{type(out).__name__}") from None
+        return _arrays.slots(ids, gates, logits.shape[0], logits.shape[1], k)
+
+    return route
+
+
+def _writable_out(out):
+    # As the command: made and tried before any case runs, so a finding is never lost to it.
+    os.makedirs(out, exist_ok=True)
+    if not os.access(out, os.W_OK):
+        raise PermissionError(f"out: {out} cannot be written")
+    return out
+
+
+def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=False,
+         experts=None, tokens=None, *, shrink_seconds=10, min_tokens=1000, max_cases=0,
+         tie_order=None, gate_factor=None, gate_ulp=None, analytic_floor=True, progress=False,
+         name=None):
+    """Fuzzes ``fn(logits, k) -> (ids, gates)`` against the spec with the command's
+    generator, judge and shrinker; returns a FuzzReport.
+
+    ``logits`` is a fresh float32 NumPy array [T, E] each call (a torch tensor when the
+    contract says ``"array": "torch"``); ids and gates as ``judge`` takes them. ``k``,
+    ``experts``, ``tokens``: the shapes to draw (an int, "1-64,128", a range or a list; the
+    contract's "shapes" otherwise, else the command's defaults). ``contract`` defaults to
+    the one attached with ``with_contract``. Violations are shrunk and written to ``out``
+    (default ./moe-oracle-out) as reproducers that ``moe-oracle replay`` reads. An
+    exception from ``fn`` is a finding of kind ``exception`` with its traceback;
+    ``Unsupported`` is an abstention; Ctrl-C ends the run with its summary (exit_code 130).
+    The keyword-only arguments are the command's other flags.
+    """
+    text, array, contract_name = _contract.split(contract, fn)
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    answer = _core.fuzz(
+        _route_for(fn, array), Unsupported, name or contract_name or _contract.name_of(fn), text,
+        seconds=float(seconds), seed=int(seed), max_cases=int(max_cases),
+        out=_writable_out(out or "moe-oracle-out"), keep_going=bool(keep_going),
+        shrink_seconds=float(shrink_seconds), min_tokens=int(min_tokens),
+        progress=bool(progress), experts=_arrays.set_text(experts, "experts"),
+        k=_arrays.set_text(k, "k"), tokens=_arrays.set_text(tokens, "tokens"),
+        tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
+        analytic_floor=analytic_floor)
+    return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
+                      answer["exit_code"])

@@ -1,0 +1,57 @@
+// draw_case: the campaign's generator (drawCase) fed by bytes that Hypothesis draws, so that
+// moe_oracle.strategies yields the fuzzer's own adversarial cases and Hypothesis shrinks them
+// by shrinking the bytes. Bytes past the end read as zeros: the simplest choice everywhere
+// (the smallest shape of the space, k = 0, one token, logits +0).
+#include <pybind11/numpy.h>
+
+#include <cstring>
+
+#include "bindings.hpp"
+#include "moe/fuzz/case.hpp"
+
+namespace py = pybind11;
+
+namespace moe::python {
+
+namespace {
+
+fuzz::ShapeSpace spaceOf(const std::string& experts, const std::string& k,
+                         const std::string& tokens) {
+  fuzz::ShapeSpace space;
+  if (!experts.empty()) {
+    space.experts = fuzz::IntSet::parse(experts, "experts", 0, fuzz::kDrawMaxExperts);
+  }
+  if (!k.empty()) space.k = fuzz::IntSet::parse(k, "k", 0, fuzz::kDrawMaxExperts + 2);
+  if (!tokens.empty()) {
+    space.tokens = fuzz::IntSet::parse(tokens, "tokens", 0, fuzz::kDrawMaxTokens);
+    space.tokensGiven = true;
+  }
+  space.validate();
+  return space;
+}
+
+}  // namespace
+
+void bindCases(py::module_& m) {
+  m.def(
+      "draw_case",
+      [](const py::bytes& data, const std::string& experts, const std::string& k,
+         const std::string& tokens) {
+        const std::string_view bytes = data;
+        fuzz::SpanSource source(
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+        const fuzz::Case c = fuzz::drawCase(source, spaceOf(experts, k, tokens));
+        py::array_t<float> logits(
+            {static_cast<py::ssize_t>(c.tokens), static_cast<py::ssize_t>(c.experts)});
+        if (!c.logits.empty()) {
+          std::memcpy(logits.mutable_data(), c.logits.data(), c.logits.size() * sizeof(float));
+        }
+        return py::make_tuple(logits, c.k, c.split, c.threads, c.variant, c.allowNaN);
+      },
+      py::arg("data"), py::arg("experts"), py::arg("k"), py::arg("tokens"),
+      "drawCase over these bytes (zeros past the end) at the shapes given as the command's "
+      "value-and-range lists ('' for the default): (logits [T, E] float32, k, split, threads, "
+      "variant, allow_nan).");
+}
+
+}  // namespace moe::python

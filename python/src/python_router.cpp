@@ -1,0 +1,113 @@
+#include "python_router.hpp"
+
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+
+#include <cctype>
+#include <cstring>
+
+#include "moe/route_abi.h"
+
+namespace py = pybind11;
+
+namespace moe::python {
+
+namespace {
+
+// The exception's type name, made fit for a signature line ("ValueError", "my_Error").
+std::string typeTag(const py::error_already_set& e) {
+  std::string name = "Exception";
+  try {
+    name = py::handle(e.type()).attr("__name__").cast<std::string>();
+  } catch (const std::exception&) {
+  }
+  for (char& ch : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) ch = '_';
+  }
+  return name;
+}
+
+// Python's own rendering of the exception and its traceback (traceback.format_exception),
+// so the certificate reads as the user would see it in a terminal. The outermost frame is
+// the package's wrapper (moe_oracle/_fuzz.py, route), the same in every finding: it is left
+// out when the exception came from deeper, from the user's function.
+std::string traceback(const py::error_already_set& e) {
+  try {
+    py::object frames = e.trace();
+    if (!frames.is_none() && !frames.attr("tb_next").is_none()) frames = frames.attr("tb_next");
+    py::list lines =
+        py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), frames);
+    std::string text;
+    for (const py::handle line : lines) text += line.cast<std::string>();
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return text;
+  } catch (const std::exception&) {
+    return e.what();  // pybind11's rendering, when the traceback module itself fails
+  }
+}
+
+template <class T>
+using Dense = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+}  // namespace
+
+PythonRouter::PythonRouter(std::string name, fuzz::Contract contract, py::object route,
+                           py::object unsupported)
+    : Router(std::move(name), std::move(contract)),
+      route_(std::move(route)),
+      unsupported_(std::move(unsupported)) {}
+
+int PythonRouter::call(int32_t tokens, int32_t experts, int32_t k, const float* logits,
+                       int32_t* ids, float* gates, int32_t threads) const {
+  fuzz::RouteFault fault;
+  const int status = callChecked(tokens, experts, k, logits, ids, gates, threads, fault);
+  return fault.kind == fuzz::ViolationKind::kNone ? status : MOE_ROUTE_EINTERNAL;
+}
+
+int PythonRouter::callChecked(int32_t tokens, int32_t experts, int32_t k, const float* logits,
+                              int32_t* ids, float* gates, int32_t, fuzz::RouteFault& fault) const {
+  if (stop_ != 0) return MOE_ROUTE_EUNSUPPORTED;  // interrupted: end the run, judge nothing
+  py::gil_scoped_acquire gil;
+  try {
+    // Ctrl-C while the judge ran (without the GIL) is handled here, before the next call.
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    const size_t logitCount = static_cast<size_t>(tokens) * static_cast<size_t>(experts);
+    const size_t slots = static_cast<size_t>(tokens) * static_cast<size_t>(k);
+    // A fresh array each call: the function may keep or modify it without touching the case.
+    py::array_t<float> x({static_cast<py::ssize_t>(tokens), static_cast<py::ssize_t>(experts)});
+    if (logitCount > 0) std::memcpy(x.mutable_data(), logits, logitCount * sizeof(float));
+    const py::tuple out = route_(x, k).cast<py::tuple>();
+    const auto outIds = Dense<int32_t>::ensure(out[0]);
+    const auto outGates = Dense<float>::ensure(out[1]);
+    if (!outIds || !outGates || static_cast<size_t>(outIds.size()) != slots ||
+        static_cast<size_t>(outGates.size()) != slots) {
+      fault.kind = fuzz::ViolationKind::kException;
+      fault.tag = "output";
+      fault.detail =
+          fmt::format("the route wrapper returned arrays that are not {} x {}", tokens, k);
+      return 0;
+    }
+    if (slots > 0) {
+      std::memcpy(ids, outIds.data(), slots * sizeof(int32_t));
+      std::memcpy(gates, outGates.data(), slots * sizeof(float));
+    }
+    return 0;
+  } catch (py::error_already_set& e) {
+    if (e.matches(unsupported_)) return MOE_ROUTE_EUNSUPPORTED;
+    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) {
+      stop_ = 1;
+      return MOE_ROUTE_EUNSUPPORTED;
+    }
+    fault.kind = fuzz::ViolationKind::kException;
+    fault.tag = typeTag(e);
+    fault.detail = fmt::format("the function raised {}:\n{}", fault.tag, traceback(e));
+    return 0;
+  } catch (const py::cast_error& e) {
+    fault.kind = fuzz::ViolationKind::kException;
+    fault.tag = "output";
+    fault.detail = fmt::format("the route wrapper did not return (ids, gates): {}", e.what());
+    return 0;
+  }
+}
+
+}  // namespace moe::python
