@@ -42,6 +42,29 @@ TEST(SoftmaxEnclosure, ContainsThe512BitValueOnRandomRows) {
   }
 }
 
+// Outside the fixed-point filter's domain (|logit| >= 64, or l - m < -88) every exponential
+// is MPFR's, rounded down, with the next number up as its upper bound. Rows that live
+// there: two or three logits, far apart or large, so that a one-ulp slip of a bound at the
+// working precision shows against the 512-bit value in about half of them.
+TEST(SoftmaxEnclosure, ContainsThe512BitValueWhereMpfrTakesTheExponentials) {
+  resetZivStats();
+  for (int t = 0; t < 200; ++t) {
+    const float step = static_cast<float>(t) / 7.0f;
+    const std::vector<std::vector<float>> rows = {{0.0f, -90.0f - step},
+                                                  {70.0f + step, 69.0f, 70.5f - step / 3},
+                                                  {-65.0f - step, -64.5f, 1.0f}};
+    for (const auto& l : rows) {
+      const auto p = softmaxEnclosure(l);
+      const auto ref = oracle::testing::softmax512(l);
+      for (std::size_t i = 0; i < l.size(); ++i) {
+        expectCertifies(p[i], ref[i], "t=" + std::to_string(t) + " i=" + std::to_string(i));
+      }
+    }
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(zivStats().mpfrExps, 600u) << "the rows must take MPFR's exponential";
+}
+
 TEST(SoftmaxEnclosure, LargeRowOf4096) {
   auto rng = oracle::testing::makeRng(62);
   const auto l = oracle::testing::drawFloats(rng, 4096, Scenario::kNormal);
