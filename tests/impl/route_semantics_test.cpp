@@ -93,6 +93,31 @@ TEST_P(RouterSemantics, TieHeavyRowsMatchTheReference) {
   }
 }
 
+// The same with k above the routers' insertion limit (32 kept experts), where selection is a
+// partial sort: its comparator must break exact ties to the lower index too.
+TEST_P(RouterSemantics, TieHeavyRowsMatchTheReferenceAboveTheInsertionLimit) {
+  std::mt19937 rng(98);
+  std::uniform_int_distribution<int> level(0, 5);
+  for (const int32_t experts : {64, 100}) {
+    for (const int32_t k : {33, 40, 63}) {
+      const int32_t tokens = 8;
+      std::vector<float> x(static_cast<size_t>(tokens) * experts);
+      for (auto& v : x) {
+        const int l = level(rng);
+        v = l == 0 ? -kInf : float(l) * (l % 2 == 0 ? 1.0f : -0.5f);
+      }
+      const Routed out = route(tokens, experts, k, x);
+      for (int32_t t = 0; t < tokens; ++t) {
+        const RowReference ref = referenceRow(&x[size_t(t) * experts], experts, k, probsMode());
+        for (int32_t s = 0; s < k; ++s) {
+          ASSERT_EQ(out.ids[size_t(t) * k + s], ref.ids[s])
+              << "E=" << experts << " k=" << k << " t=" << t << " s=" << s;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(RouterSemantics, ExactTiesGoToTheLowerIndex) {
   const std::vector<float> x{1, 2, 2, 0, 2};
   const Routed out = route(1, 5, 4, x);
