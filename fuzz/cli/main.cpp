@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -86,6 +87,29 @@ struct VerdictFlags {
   }
 };
 
+// Flags shared by the commands that run a router: how a shared library is run.
+struct RunFlags {
+  bool inProcess = false;
+  double callTimeout = 0;
+
+  void add(CLI::App* cmd) {
+    cmd->add_flag("--in-process", inProcess,
+                  "run a shared library in this process (faster; a crash or hang of the library "
+                  "then ends the run) instead of in an isolated child process");
+    cmd->add_option("--call-timeout", callTimeout,
+                    "seconds before a call of an isolated library counts as a hang (default: 10 "
+                    "s plus 2 ns per token, expert and kept slot)")
+        ->check(positiveFinite(false));
+  }
+  RouterOptions options() const {
+    RouterOptions o;
+    o.inProcess = inProcess;
+    o.callTimeout = callTimeout;
+    o.stop = &gStopSignal;
+    return o;
+  }
+};
+
 struct FuzzFlags {
   std::string impl, out = "moe-oracle-out";
   double seconds = 10, shrinkSeconds = 10;
@@ -95,9 +119,10 @@ struct FuzzFlags {
   CLI::Option* seedOption = nullptr;
 };
 
-std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd) {
+std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
+                                  const RouterOptions& options) {
   try {
-    return openRouter(impl);
+    return openRouter(impl, options);
   } catch (const RouterLoadError& e) {
     std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
     return nullptr;
@@ -134,8 +159,10 @@ bool prepareOut(const std::string& out) {
   return true;
 }
 
-int runFuzz(const FuzzFlags& f, const VerdictConfig& config) {
-  std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz");
+int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const VerdictConfig& config) {
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz", routerOptions);
   if (!router) return 2;
   CampaignOptions options;
   try {
@@ -153,8 +180,6 @@ int runFuzz(const FuzzFlags& f, const VerdictConfig& config) {
   options.shrinkSeconds = f.shrinkSeconds;
   options.minTokens = f.minTokens;
   options.stop = &gStopSignal;
-  std::signal(SIGINT, onStopSignal);
-  std::signal(SIGTERM, onStopSignal);
   std::fprintf(stderr, "moe-oracle fuzz %s: seed %llu, %g s, shapes %s%s; contract %s\n",
                router->name().c_str(), static_cast<unsigned long long>(options.seed), f.seconds,
                options.shapes.text().c_str(), f.keepGoing ? ", keep going" : "",
@@ -175,9 +200,9 @@ int runFuzz(const FuzzFlags& f, const VerdictConfig& config) {
 }
 
 int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
-              const VerdictConfig& config) {
+              const RouterOptions& routerOptions, const VerdictConfig& config) {
   std::unique_ptr<Router> router;
-  if (!impl.empty() && !(router = openOrSay(impl, "replay"))) return 2;
+  if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions))) return 2;
   // Exit 2 when any file or test cannot be read (bad input) or nothing could be run, else 1
   // when a test fails.
   int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
@@ -223,9 +248,10 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   return totalFailed > 0 ? 1 : 0;
 }
 
-int runExplain(const std::string& path, const std::string& impl, const VerdictConfig& config) {
+int runExplain(const std::string& path, const std::string& impl, const RouterOptions& routerOptions,
+               const VerdictConfig& config) {
   std::unique_ptr<Router> router;
-  if (!impl.empty() && !(router = openOrSay(impl, "explain"))) return 2;
+  if (!impl.empty() && !(router = openOrSay(impl, "explain", routerOptions))) return 2;
   try {
     int unexplained = 0;
     std::cout << explainVectors(loadVectorFile(path), router.get(), config, &unexplained);
@@ -258,7 +284,9 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
                        "printed)")
           ->check(CLI::Validator(
               [](std::string& text) -> std::string {
-                if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+                uint64_t v = 0;
+                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+                if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
                   return "--seed takes a whole number from 0 to 2^64-1, got " + text;
                 }
                 return "";
@@ -292,9 +320,11 @@ int runMain(int argc, char** argv) {
   app.set_version_flag("--version", std::string("moe-oracle ") + MOE_ORACLE_VERSION);
   app.require_subcommand(1);
   VerdictFlags verdict;
+  RunFlags running;
   FuzzFlags f;
   addFuzz(app, f);
   verdict.add(app.get_subcommand("fuzz"));
+  running.add(app.get_subcommand("fuzz"));
 
   std::vector<std::string> files;
   std::string replayImpl;
@@ -307,6 +337,7 @@ int runMain(int argc, char** argv) {
   replay->add_option("--impl", replayImpl, "also run this router (name or .so) on every test");
   replay->add_flag("--json", replayJson, "print a JSON summary on stdout");
   verdict.add(replay);
+  running.add(replay);
 
   std::string explainFile, explainImpl;
   auto* explain = app.add_subcommand("explain", "tell one vector file's cases for a person");
@@ -317,21 +348,24 @@ int runMain(int argc, char** argv) {
                       "router to rerun on each case and explain (default: the recorded output, "
                       "or spec32 for RoutingTest)");
   verdict.add(explain);
+  running.add(explain);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_name() == "RequiredError" && app.get_subcommands().empty()) {
-      std::fprintf(stderr,
-                   "moe-oracle: a subcommand is required: fuzz, replay or explain "
-                   "(moe-oracle --help)\n");
-      return 2;
-    }
-    if (e.get_name() == "ExtrasError" && app.get_subcommands().empty()) {
+    const bool noSubcommand = app.get_subcommands().empty() &&
+                              (e.get_name() == "RequiredError" || e.get_name() == "ExtrasError");
+    if (noSubcommand && argc > 1 && argv[1][0] != '-') {
       std::fprintf(stderr,
                    "moe-oracle: unknown subcommand %s: the subcommands are fuzz, replay and "
                    "explain (moe-oracle --help)\n",
-                   argc > 1 ? argv[1] : "");
+                   argv[1]);
+      return 2;
+    }
+    if (noSubcommand) {
+      std::fprintf(stderr,
+                   "moe-oracle: a subcommand is required: fuzz, replay or explain "
+                   "(moe-oracle --help)\n");
       return 2;
     }
     const int rc = app.exit(e);
@@ -344,9 +378,9 @@ int runMain(int argc, char** argv) {
     std::fprintf(stderr, "moe-oracle: %s\n", e.what());
     return 2;
   }
-  if (*app.get_subcommand("fuzz")) return runFuzz(f, config);
-  if (*replay) return runReplay(files, replayImpl, replayJson, config);
-  if (*explain) return runExplain(explainFile, explainImpl, config);
+  if (*app.get_subcommand("fuzz")) return runFuzz(f, running.options(), config);
+  if (*replay) return runReplay(files, replayImpl, replayJson, running.options(), config);
+  if (*explain) return runExplain(explainFile, explainImpl, running.options(), config);
   return 2;
 }
 

@@ -91,7 +91,7 @@ FoundViolation record(const Router& router, const Case& c, const CaseResult& r,
                       const CampaignOptions& options) {
   FoundViolation f;
   f.kind = r.violation->kind;
-  f.signature = signatureLine(router.name(), f.kind);
+  f.signature = signatureLine(router.name(), f.kind, r.violation->tag);
   f.report = mismatchReport(router, c, r);
   f.reproducer = writeReproducer(router, c, r, options);
   f.count = 1;

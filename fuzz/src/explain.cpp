@@ -128,6 +128,15 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
             ids = r.output.ids;
             gates = r.output.gates;
             who = impl->name() + " (rerun now)";
+          } else if (const auto recorded = kindFromName(t.value("kind", std::string()));
+                     recorded && isCallFault(*recorded)) {
+            // A crash, hang or stray write left no output to tell: say what was found.
+            fmt::format_to(std::back_inserter(out),
+                           "implementation {}: {} on this case (E = {}, k = {}, T = {}): {}\n"
+                           "rerun it with --impl to see it again\n",
+                           t.value("impl", std::string("?")), kindName(*recorded), c.experts, c.k,
+                           c.tokens, t.value("certificate", std::string()));
+            continue;
           } else {
             ids = t.at("ids").get<std::vector<int32_t>>();
             for (const auto& x : t.at("gates")) gates.push_back(parseHex32(x.get<std::string>()));

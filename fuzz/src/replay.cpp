@@ -134,7 +134,10 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
     }
     try {
       // 1. The recorded output must still be judged the recorded violation.
-      if (kind != "batch-variance" && hasOutput) {
+      const auto recordedKind = kindFromName(kind);
+      const bool needsRouter =
+          kind == "batch-variance" || (recordedKind && isCallFault(*recordedKind));
+      if (!needsRouter && hasOutput) {
         CaseResult r = judge.recorded(c, ids, gates, contract);
         const std::string now =
             r.violation ? std::string(kindName(r.violation->kind)) : std::string("no violation");
@@ -144,11 +147,10 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
                            tcId, kind, now));
           continue;
         }
-      } else if (kind == "batch-variance") {
+      } else if (needsRouter) {
         out.lines.push_back(fmt::format(
-            "RouterReproducer tcId {}: batch-variance needs the router; recorded output not "
-            "re-judged",
-            tcId));
+            "RouterReproducer tcId {}: {} needs the router; recorded output not re-judged", tcId,
+            kind));
       }
       // 2. The router itself, when it can be run here, must not violate.
       std::unique_ptr<Router> named;

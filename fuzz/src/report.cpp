@@ -17,8 +17,9 @@ std::string signatureLine(std::string_view router, std::string_view kind) {
   return fmt::format("moe-oracle: {}-{}", router, kind);
 }
 
-std::string signatureLine(std::string_view router, ViolationKind kind) {
-  return signatureLine(router, kindName(kind));
+std::string signatureLine(std::string_view router, ViolationKind kind, std::string_view tag) {
+  if (tag.empty()) return signatureLine(router, kindName(kind));
+  return fmt::format("moe-oracle: {}-{}-{}", router, kindName(kind), tag);
 }
 
 std::string cpuFlags() {
@@ -131,7 +132,7 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
     fmt::format_to(std::back_inserter(out), "\n");
   }
   fmt::format_to(std::back_inserter(out), "case: {}\n", caseToJSON(c).dump());
-  fmt::format_to(std::back_inserter(out), "{}\n", signatureLine(router.name(), v.kind));
+  fmt::format_to(std::back_inserter(out), "{}\n", signatureLine(router.name(), v.kind, v.tag));
   return fmt::to_string(out);
 }
 
@@ -153,7 +154,7 @@ nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseRes
   for (float g : r.output.gates) gates.push_back(hex32(g));
   test["verdict"] = "violation";
   test["kind"] = std::string(kindName(v.kind));
-  test["signature"] = signatureLine(router.name(), v.kind);
+  test["signature"] = signatureLine(router.name(), v.kind, v.tag);
   test["certificate"] = v.certificate;
   nlohmann::json file;
   file["algorithm"] = "moe-topk-routing";

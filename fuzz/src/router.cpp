@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "moe/fuzz/broken_routers.hpp"
+#include "moe/fuzz/isolated_router.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
 #include "moe/routers.hpp"
@@ -29,7 +30,22 @@ RouteOutput Router::route(int32_t tokens, int32_t experts, int32_t k, std::span<
   const size_t slots = static_cast<size_t>(tokens) * static_cast<size_t>(k);
   out.ids.assign(slots, -2);
   out.gates.assign(slots, std::bit_cast<float>(0x7fa00000u));
-  int status = call(tokens, experts, k, logits.data(), out.ids.data(), out.gates.data(), threads);
+  RouteFault fault;
+  const int status = callChecked(tokens, experts, k, logits.data(), out.ids.data(),
+                                 out.gates.data(), threads, fault);
+  if (fault.kind != ViolationKind::kNone) {
+    out.fault = std::move(fault);
+    return out;
+  }
+  // route_abi.h defines 0 to 5; anything else is a kernel bug, not an abstention.
+  if (status < 0 || status > 5) {
+    out.fault = RouteFault{ViolationKind::kBadStatus,
+                           fmt::format("returned {}, a status route_abi.h does not define "
+                                       "(0 success, 1 to 5 the MOE_ROUTE_E* codes)",
+                                       status),
+                           fmt::format("status-{}", status)};
+    return out;
+  }
   if (status != 0) {
     out.abstained = true;
     out.abstainReason = fmt::format("returned {}", status);
@@ -180,14 +196,17 @@ std::unique_ptr<Router> makeSpec32Router() {
   return std::make_unique<Spec32Router>();
 }
 
-std::unique_ptr<Router> openRouter(std::string_view nameOrPath) {
+std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options) {
   std::string s(nameOrPath);
   if (s.empty()) throw RouterLoadError("empty router name");
   bool isPath =
       s.find('/') != std::string::npos || (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0);
   // A path is relative to the current directory; dlopen would search the library path
   // for a name without '/', so `--impl lib.so` is made `./lib.so`.
-  if (isPath) return loadSharedLibrary(s.find('/') == std::string::npos ? "./" + s : s);
+  if (isPath) {
+    const std::string path = s.find('/') == std::string::npos ? "./" + s : s;
+    return options.inProcess ? loadSharedLibrary(path) : openIsolatedLibrary(path, options);
+  }
   if (s == "spec32") return makeSpec32Router();
   if (const moe::BuiltinRouter* r = moe::findRouter(s)) {
     try {

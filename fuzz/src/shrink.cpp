@@ -22,6 +22,7 @@ class Shrinker {
         c_(c),
         r_(r),
         kind_(r.violation->kind),
+        tag_(r.violation->tag),
         deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(seconds))) {}
 
@@ -53,7 +54,9 @@ class Shrinker {
     cand.split = std::clamp(cand.split, 0, cand.tokens);
     ++stats_.runs;
     CaseResult again = judge_.run(router_, cand);
-    if (!again.violation || again.violation->kind != kind_) return false;
+    if (!again.violation || again.violation->kind != kind_ || again.violation->tag != tag_) {
+      return false;
+    }
     c_ = std::move(cand);
     r_ = std::move(again);
     return true;
@@ -204,6 +207,7 @@ class Shrinker {
   Case& c_;
   CaseResult& r_;
   ViolationKind kind_;
+  std::string tag_;  // a crash by SIGSEGV does not shrink into one by SIGABRT
   Clock::time_point deadline_;
   ShrinkStats stats_;
   bool simplified_ = false;

@@ -41,6 +41,14 @@ namespace {
 // The first slot where a sub-batch run disagrees bit for bit with the full-batch run.
 std::optional<Verdict> compareBits(const RouteOutput& full, const RouteOutput& part,
                                    int32_t firstToken, int32_t k, const std::string& how) {
+  if (part.fault) {  // the rerun itself crashed, hung or wrote astray
+    Verdict v;
+    v.outcome = Outcome::kViolation;
+    v.kind = part.fault->kind;
+    v.tag = part.fault->tag;
+    v.certificate = fmt::format("{} (in the rerun {})", part.fault->detail, how);
+    return v;
+  }
   if (part.abstained) return std::nullopt;  // a refusal is not a difference
   for (size_t s = 0; s < part.ids.size(); ++s) {
     const size_t f = static_cast<size_t>(firstToken) * k + s;
@@ -94,6 +102,19 @@ std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
 CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
                      LevelCounters& levels) {
   RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads);
+  if (out.fault) {
+    // The call itself failed: the finding is the case, there is no output to judge.
+    CaseResult r;
+    Verdict v;
+    v.outcome = Outcome::kViolation;
+    v.kind = out.fault->kind;
+    v.tag = out.fault->tag;
+    v.certificate =
+        fmt::format("{} (E = {}, k = {}, T = {})", out.fault->detail, c.experts, c.k, c.tokens);
+    r.violation = std::move(v);
+    r.output = std::move(out);
+    return r;
+  }
   if (out.abstained) {
     CaseResult r;
     r.abstained = true;

@@ -9,7 +9,7 @@ namespace {
 
 // The one name table. The spellings are an interface (scripts grep signatures): never
 // rename one.
-constexpr std::array<std::pair<ViolationKind, std::string_view>, 12> kNames = {{
+constexpr std::array<std::pair<ViolationKind, std::string_view>, 17> kNames = {{
     {ViolationKind::kNone, "none"},
     {ViolationKind::kIdOutOfRange, "id-out-of-range"},
     {ViolationKind::kIdRepeated, "id-repeated"},
@@ -22,6 +22,11 @@ constexpr std::array<std::pair<ViolationKind, std::string_view>, 12> kNames = {{
     {ViolationKind::kSlotOrder, "slot-order"},
     {ViolationKind::kGateError, "gate-error"},
     {ViolationKind::kBatchVariance, "batch-variance"},
+    {ViolationKind::kCrash, "crash"},
+    {ViolationKind::kHang, "hang"},
+    {ViolationKind::kOutOfBoundsWrite, "out-of-bounds-write"},
+    {ViolationKind::kBadStatus, "bad-status"},
+    {ViolationKind::kException, "exception"},
 }};
 
 }  // namespace
@@ -40,8 +45,15 @@ std::optional<ViolationKind> kindFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool isCallFault(ViolationKind kind) {
+  return kind == ViolationKind::kCrash || kind == ViolationKind::kHang ||
+         kind == ViolationKind::kOutOfBoundsWrite || kind == ViolationKind::kBadStatus ||
+         kind == ViolationKind::kException;
+}
+
 bool isTokenKind(ViolationKind kind) {
-  return kind != ViolationKind::kNone && kind != ViolationKind::kBatchVariance;
+  return kind != ViolationKind::kNone && kind != ViolationKind::kBatchVariance &&
+         !isCallFault(kind);
 }
 
 }  // namespace moe::fuzz

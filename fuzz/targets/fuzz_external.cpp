@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::exit(2);
     }
     try {
-      return openRouter(path);
+      // In process: libFuzzer itself catches and reports the library's crashes.
+      return openRouter(path, RouterOptions{.inProcess = true});
     } catch (const RouterLoadError& e) {
       std::fprintf(stderr, "fuzz_external: %s\n", e.what());
       std::exit(2);

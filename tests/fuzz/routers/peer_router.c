@@ -6,7 +6,16 @@
  *   PEER_TWO_BUGS       ties to the higher index AND gates not renormalised (two kinds)
  *   PEER_SHAPE_256_8    supports only E = 256, k = 8 (MOE_ROUTE_EUNSUPPORTED otherwise)
  *   PEER_LARGE_BATCH    the last token of a batch of 4,096 or more reads the wrong row
- *   PEER_ABSTAIN_ALL    supports nothing (MOE_ROUTE_EUNSUPPORTED on every call) */
+ *   PEER_ABSTAIN_ALL    supports nothing (MOE_ROUTE_EUNSUPPORTED on every call)
+ * and the hostile kernels of issue 13, each misbehaving on one shape only:
+ *   PEER_SEGV_E13       dereferences NULL when E = 13
+ *   PEER_ABORT_K3       calls abort() when k = 3
+ *   PEER_HANG_E7        never returns when E = 7
+ *   PEER_OOB_IDS_E5     writes one element past the end of ids when E = 5
+ *   PEER_OOB_GATES_E6   writes one element past the end of gates when E = 6
+ *   PEER_STATUS_77_K2   returns 77, a status the ABI does not define, when k = 2
+ *   PEER_BAD_CONTRACT   a contract with a typo ("slot-order") */
+#define _GNU_SOURCE /* qsort_r */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,18 +40,24 @@ EXPORT const char* moe_route_v1_contract(void) {
 #ifdef PEER_SHAPE_256_8
          ",\"shapes\":{\"experts\":[256],\"k\":[8]}"
 #endif
+#ifdef PEER_BAD_CONTRACT
+         ",\"slot-order\":\"rank\""
+#endif
          "}";
 }
 
-/* Is expert a ahead of expert b? Larger probability first; exact ties by index. */
-static int ahead(const float* p, int32_t a, int32_t b) {
-  if (p[a] > p[b]) return 1;
-  if (p[b] > p[a]) return 0;
-  return TIES_TO_HIGHER ? a > b : a < b;
+/* Is expert a ahead of expert b? Larger probability first; exact ties by index. qsort_r's
+ * comparator, so that a token costs O(E log E) and the largest cases stay fast. */
+static int behind(const void* a, const void* b, void* probs) {
+  const float* p = probs;
+  const int32_t i = *(const int32_t*)a, j = *(const int32_t*)b;
+  if (p[i] > p[j]) return -1;
+  if (p[j] > p[i]) return 1;
+  return TIES_TO_HIGHER ? (i < j) - (i > j) : (i > j) - (i < j);
 }
 
-static void route_token(int32_t experts, int32_t k, const float* x, float* p, int32_t* ids,
-                        float* gates) {
+static void route_token(int32_t experts, int32_t k, const float* x, float* p, int32_t* order,
+                        unsigned char* mark, int32_t* ids, float* gates) {
   const int32_t n = k < experts ? k : experts;
   float m = x[0], d = 0.0f, kept = 0.0f;
   for (int32_t i = 0; i < experts; ++i) m = m <= x[i] ? x[i] : m;
@@ -50,22 +65,20 @@ static void route_token(int32_t experts, int32_t k, const float* x, float* p, in
     p[i] = expf(x[i] - m);
     d += p[i];
   }
-  for (int32_t i = 0; i < experts; ++i) p[i] /= d;
+  for (int32_t i = 0; i < experts; ++i) {
+    p[i] /= d;
+    order[i] = i;
+  }
+  qsort_r(order, (size_t)experts, sizeof *order, behind, p);
   for (int32_t s = 0; s < k; ++s) {
-    ids[s] = -1;
+    ids[s] = s < n ? order[s] : -1;
     gates[s] = 0.0f;
   }
+  /* The kept probabilities summed in index order, as the spec sums them. */
+  for (int32_t i = 0; i < experts; ++i) mark[i] = 0;
+  for (int32_t s = 0; s < n; ++s) mark[ids[s]] = 1;
   for (int32_t i = 0; i < experts; ++i) {
-    int32_t s = n;
-    while (s > 0 && (ids[s - 1] < 0 || ahead(p, i, ids[s - 1]))) --s;
-    if (s == n) continue;
-    for (int32_t t = n - 1; t > s; --t) ids[t] = ids[t - 1];
-    ids[s] = i;
-  }
-  for (int32_t i = 0; i < experts; ++i) {
-    for (int32_t s = 0; s < n; ++s) {
-      if (ids[s] == i) kept += p[i];
-    }
+    if (mark[i]) kept += p[i];
   }
   for (int32_t s = 0; s < n; ++s) {
 #ifdef PEER_TWO_BUGS
@@ -85,6 +98,21 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
 #ifdef PEER_SHAPE_256_8
   if (experts != 256 || k != 8) return MOE_ROUTE_EUNSUPPORTED;
 #endif
+#ifdef PEER_SEGV_E13
+  if (experts == 13) *(volatile int*)NULL = 1;
+#endif
+#ifdef PEER_ABORT_K3
+  if (k == 3) abort();
+#endif
+#ifdef PEER_HANG_E7
+  if (experts == 7) {
+    for (volatile int spin = 0;; spin = spin + 1) {
+    }
+  }
+#endif
+#ifdef PEER_STATUS_77_K2
+  if (k == 2) return 77;
+#endif
   if (experts == 0) {
     for (int64_t s = 0; s < (int64_t)tokens * k; ++s) {
       ids[s] = -1;
@@ -93,16 +121,31 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
     return 0;
   }
   float* p = malloc(sizeof(float) * (size_t)experts);
-  if (!p) return MOE_ROUTE_EINTERNAL;
+  int32_t* order = malloc(sizeof(int32_t) * (size_t)experts);
+  unsigned char* mark = malloc((size_t)experts);
+  if (!p || !order || !mark) {
+    free(p);
+    free(order);
+    free(mark);
+    return MOE_ROUTE_EINTERNAL;
+  }
   for (int32_t t = 0; t < tokens; ++t) {
     int32_t row = t;
 #ifdef PEER_LARGE_BATCH
     /* The last partial chunk of a long batch is addressed from the wrong base. */
     if (tokens >= 4096 && t == tokens - 1) row = t - 1;
 #endif
-    route_token(experts, k, logits + (int64_t)row * experts, p, ids + (int64_t)t * k,
+    route_token(experts, k, logits + (int64_t)row * experts, p, order, mark, ids + (int64_t)t * k,
                 gates + (int64_t)t * k);
   }
   free(p);
+  free(order);
+  free(mark);
+#ifdef PEER_OOB_IDS_E5
+  if (experts == 5 && tokens > 0 && k > 0) ids[(int64_t)tokens * k] = 0;
+#endif
+#ifdef PEER_OOB_GATES_E6
+  if (experts == 6 && tokens > 0 && k > 0) gates[(int64_t)tokens * k] = 0.0f;
+#endif
   return 0;
 }

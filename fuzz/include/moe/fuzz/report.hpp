@@ -17,7 +17,9 @@
 namespace moe::fuzz {
 
 std::string signatureLine(std::string_view router, std::string_view kind);
-std::string signatureLine(std::string_view router, ViolationKind kind);
+// `tag` (a crash's signal, "ids" or "gates" for a stray write) is added when not empty:
+// only what tells two bugs of one kind apart, never the shape.
+std::string signatureLine(std::string_view router, ViolationKind kind, std::string_view tag = {});
 // The x86 feature flags that pick SIMD paths (from /proc/cpuinfo), for reproduction.
 std::string cpuFlags();
 

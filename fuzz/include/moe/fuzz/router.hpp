@@ -4,8 +4,10 @@
 // routers. A router that cannot run a case abstains instead of failing.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -13,13 +15,25 @@
 #include <vector>
 
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/violation_kind.hpp"
 
 namespace moe::fuzz {
 
-// What one call produced: ids and gates (tokens * k each), or an abstention.
+// A failure of the call itself rather than of its output: the router crashed, hung, wrote
+// outside its buffers, or returned a status the ABI does not define. A finding, never the
+// end of the run (issue 13).
+struct RouteFault {
+  ViolationKind kind = ViolationKind::kNone;  // kCrash, kHang, kOutOfBoundsWrite, kBadStatus
+  std::string detail;                         // "killed by SIGSEGV (signal 11)", ...
+  std::string tag;  // what tells two faults of one kind apart in a signature: "SIGSEGV"
+};
+
+// What one call produced: ids and gates (tokens * k each), an abstention, or a fault (then
+// ids and gates hold the sentinels they were filled with).
 struct RouteOutput {
   bool abstained = false;
   std::string abstainReason;  // "returned 3", "ISA unavailable", ...
+  std::optional<RouteFault> fault;
   std::vector<int32_t> ids;
   std::vector<float> gates;
 };
@@ -39,6 +53,13 @@ class Router {
   // Returns the router's status (0 = success); ids/gates are pre-filled with sentinels.
   virtual int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
                    float* gates, int32_t threads) const = 0;
+  // As call, for routers that can tell a fault of the call itself (a crash, a hang, a write
+  // outside the buffers): they set `fault` and the status is ignored. By default, call.
+  virtual int callChecked(int32_t tokens, int32_t experts, int32_t k, const float* logits,
+                          int32_t* ids, float* gates, int32_t threads, RouteFault& fault) const {
+    (void)fault;
+    return call(tokens, experts, k, logits, ids, gates, threads);
+  }
   virtual bool available() const { return true; }
 
  private:
@@ -52,9 +73,23 @@ class RouterLoadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How a shared library is run (docs/fuzz.md "Isolation").
+struct RouterOptions {
+  // false: the library runs in a child process (a fork server) with guarded output buffers
+  // and a watchdog, so that a crash, a hang or a stray write is a finding; true: in this
+  // process (the libFuzzer targets, which catch crashes themselves, and --in-process).
+  bool inProcess = false;
+  // The watchdog: a call that has not returned after this many seconds is a hang. 0: the
+  // default, 10 s plus 2 ns per (token, expert, kept slot) of the call.
+  double callTimeout = 0;
+  // Set by a signal handler: a call in progress is abandoned (not a finding).
+  const volatile std::sig_atomic_t* stop = nullptr;
+};
+
 // NAME (built-in router, "spec32", "broken-<bug>") or a path to a shared library (contains
-// '/' or ends in ".so"). Throws RouterLoadError with the reason.
-std::unique_ptr<Router> openRouter(std::string_view nameOrPath);
+// '/' or ends in ".so", relative to the current directory). Throws RouterLoadError with the
+// reason.
+std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options = {});
 
 // Names of the built-in routers this build has (available or not on this CPU).
 std::vector<std::string> builtinRouterNames();

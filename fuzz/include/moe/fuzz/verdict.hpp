@@ -24,7 +24,8 @@ struct Verdict {
   // acceptable: "near-tie-probabilities", "near-tie-order", "tie-order", "nonreal-row"
   std::string reason;
   ViolationKind kind = ViolationKind::kNone;  // violation: kindName() gives the spelling
-  std::string certificate;                    // the evidence, with numbers (hex and decimal)
+  std::string tag;          // what a signature adds to the kind: the signal of a crash, "ids", ...
+  std::string certificate;  // the evidence, with numbers (hex and decimal)
   int32_t token = -1;
   double margin = 0;  // acceptable: worst (difference / budget) <= 1; violation: > 1
 };

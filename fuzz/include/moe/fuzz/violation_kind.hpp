@@ -25,6 +25,13 @@ enum class ViolationKind {
   kGateError,
   // Across calls.
   kBatchVariance,
+  // The call itself (issue 13): found by the isolated runner or the status check.
+  kCrash,
+  kHang,
+  kOutOfBoundsWrite,
+  kBadStatus,
+  // A Python function under test raised instead of returning (the Python door, issue 17).
+  kException,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).
@@ -33,5 +40,8 @@ std::string_view kindName(ViolationKind kind);
 std::optional<ViolationKind> kindFromName(std::string_view name);
 // True for kinds about one token (the shrinker may cut the batch down to that token).
 bool isTokenKind(ViolationKind kind);
+// True for faults of the call (crash, hang, out-of-bounds write, bad status, exception):
+// there is no output to judge, only the case to replay.
+bool isCallFault(ViolationKind kind);
 
 }  // namespace moe::fuzz
