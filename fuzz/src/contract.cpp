@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "contract_schema.hpp"  // generated from docs/contract.schema.json
+
 namespace moe::fuzz {
 
 namespace {
@@ -16,13 +18,22 @@ std::invalid_argument contractError(std::string_view what) {
   return std::invalid_argument(fmt::format("router contract: {}", what));
 }
 
-double nonNegativeNumber(const nlohmann::json& j, const char* key) {
-  if (!j.is_number()) throw contractError(fmt::format("\"{}\" must be a number", key));
-  double v = j.get<double>();
-  if (!std::isfinite(v) || v < 0) {
-    throw contractError(fmt::format("\"{}\" must be finite and >= 0, got {}", key, v));
+// The contract's JSON Schema, compiled in: the known keys, the enums and the limits below
+// come from it, so the documented schema and the parser cannot drift apart.
+const nlohmann::json& schema() {
+  static const nlohmann::json s = nlohmann::json::parse(kContractSchema);
+  return s;
+}
+
+const nlohmann::json& property(std::string_view path) {
+  const nlohmann::json* node = &schema();
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    node = &node->at("properties").at(std::string(path.substr(start, dot - start)));
+    start = dot + 1;
   }
-  return v;
+  return *node;
 }
 
 // Levenshtein distance, for "did you mean": keys are short, so the O(nm) table is fine.
@@ -41,29 +52,52 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-constexpr std::string_view kKeys[] = {
-    "abi",         "name",        "selects_on",     "slot_order", "batch_invariant", "compute",
-    "exp_max_ulp", "gate_budget", "nonfinite_rows", "tie_order",  "shapes"};
-
-void rejectUnknownKeys(const nlohmann::json& j) {
+// An unknown key (a typo such as "slot-order" used to be ignored, and the run fell back to
+// weaker checks) is an error naming the nearest key the schema knows at that level.
+void rejectUnknownKeys(const nlohmann::json& j, const nlohmann::json& level,
+                       std::string_view prefix) {
+  const auto& known = level.at("properties");
   for (const auto& [key, value] : j.items()) {
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys)) continue;
-    std::string_view best = kKeys[0];
-    for (std::string_view k : kKeys) {
-      if (editDistance(key, k) < editDistance(key, best)) best = k;
+    if (known.contains(key)) continue;
+    std::string best;
+    for (const auto& [k, v] : known.items()) {
+      if (best.empty() || editDistance(key, k) < editDistance(key, best)) best = k;
     }
-    throw contractError(fmt::format("unknown key \"{}\" (did you mean \"{}\"?)", key, best));
+    throw contractError(
+        fmt::format("unknown key \"{}{}\" (did you mean \"{}{}\"?)", prefix, key, prefix, best));
   }
 }
 
-// The largest exp error a contract may claim: any real exp is within a few ulp; a claim of
-// thousands would excuse every gate (a no-renormalisation bug passed with 1e30).
-constexpr double kMaxExpUlp = 1024;
+// A number within the schema's minimum and maximum for that property.
+double boundedNumber(const nlohmann::json& j, std::string_view path) {
+  const auto& p = property(path);
+  if (!j.is_number()) throw contractError(fmt::format("\"{}\" must be a number", path));
+  const double v = j.get<double>();
+  const double lo = p.value("minimum", -HUGE_VAL), hi = p.value("maximum", HUGE_VAL);
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    throw contractError(
+        fmt::format("\"{}\" = {} is outside {} to {} ({})", path, v, lo, hi,
+                    p.value("description", std::string("docs/contract.schema.json"))));
+  }
+  return v;
+}
+
+// One of the schema's enum values for that property (the first is the default).
+std::string enumValue(const nlohmann::json& j, std::string_view key) {
+  const auto& values = property(key).at("enum");
+  if (j.is_string() && std::find(values.begin(), values.end(), j) != values.end()) {
+    return j.get<std::string>();
+  }
+  std::string list;
+  for (const auto& v : values) list += (list.empty() ? "" : "|") + v.get<std::string>();
+  throw contractError(fmt::format("\"{}\" must be {}, got {}", key, list, j.dump()));
+}
 
 SupportedShapes parseShapes(const nlohmann::json& j) {
   if (!j.is_object()) throw contractError("\"shapes\" must be an object");
+  rejectUnknownKeys(j, property("shapes"), "shapes.");
   SupportedShapes s;
-  auto list = [&](const char* key, int64_t max) {
+  auto list = [&](const char* key) {
     if (!j.contains(key)) return IntSet();
     const auto& v = j[key];
     if (!v.is_array()) throw contractError(fmt::format("\"shapes.{}\" must be an array", key));
@@ -79,22 +113,17 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
             fmt::format("\"shapes.{}\" holds numbers or range strings such as \"1-64\"", key));
       }
     }
+    const int64_t max =
+        property(std::string("shapes.") + key).at("items").at("anyOf").at(0).at("maximum");
     return IntSet::parse(text, fmt::format("router contract: \"shapes.{}\"", key), 0, max);
   };
-  for (const auto& [key, value] : j.items()) {
-    if (key != "experts" && key != "k" && key != "max_tokens") {
-      throw contractError(
-          fmt::format("unknown key \"shapes.{}\" (known: experts, k, max_tokens)", key));
-    }
-  }
-  s.experts = list("experts", kDrawMaxExperts);
-  s.k = list("k", kDrawMaxExperts + 2);
+  s.experts = list("experts");
+  s.k = list("k");
   if (j.contains("max_tokens")) {
-    const auto& m = j["max_tokens"];
-    if (!m.is_number_integer() || m.get<int64_t>() < 1) {
-      throw contractError("\"shapes.max_tokens\" must be a whole number >= 1");
+    if (!j["max_tokens"].is_number_integer()) {
+      throw contractError("\"shapes.max_tokens\" must be a whole number");
     }
-    s.maxTokens = m.get<int64_t>();
+    s.maxTokens = static_cast<int64_t>(boundedNumber(j["max_tokens"], "shapes.max_tokens"));
   }
   return s;
 }
@@ -116,70 +145,49 @@ Contract parseContract(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw contractError("not valid JSON");
   if (!j.is_object()) throw contractError("not a JSON object");
-  rejectUnknownKeys(j);
+  rejectUnknownKeys(j, schema(), "");
   Contract c;
   auto str = [&](const char* key, std::string& out) {
     if (!j.contains(key)) return;
     if (!j[key].is_string()) throw contractError(fmt::format("\"{}\" must be a string", key));
     out = j[key].get<std::string>();
   };
-  str("abi", c.abi);
   str("name", c.name);
-  str("compute", c.compute);
   str("nonfinite_rows", c.nonfiniteRows);
-  std::string ties;
-  str("tie_order", ties);
-  if (!ties.empty()) c.tieOrder = parseTieOrder(ties, "router contract: \"tie_order\"");
-  if (j.contains("shapes")) c.shapes = parseShapes(j["shapes"]);
-  std::string selects, order;
-  str("selects_on", selects);
-  str("slot_order", order);
-  if (selects == "logits") {
-    c.selectsOn = SelectsOn::kLogits;
-  } else if (selects == "probabilities" || selects.empty()) {
-    c.selectsOn = SelectsOn::kProbabilities;
-  } else {
-    throw contractError(
-        fmt::format("\"selects_on\" must be logits|probabilities, got \"{}\"", selects));
+  for (const char* key : {"abi", "compute"}) {
+    if (j.contains(key) && j[key] != property(key).at("const")) {
+      throw contractError(fmt::format("\"{}\" must be {}, got {}", key,
+                                      property(key).at("const").dump(), j[key].dump()));
+    }
   }
-  if (order == "rank") {
-    c.slotOrder = SlotOrder::kRank;
-  } else if (order == "any" || order.empty()) {
-    c.slotOrder = SlotOrder::kAny;
-  } else {
-    throw contractError(fmt::format("\"slot_order\" must be rank|any, got \"{}\"", order));
+  if (j.contains("selects_on")) {
+    c.selectsOn = enumValue(j["selects_on"], "selects_on") == "logits" ? SelectsOn::kLogits
+                                                                       : SelectsOn::kProbabilities;
+  }
+  if (j.contains("slot_order")) {
+    c.slotOrder =
+        enumValue(j["slot_order"], "slot_order") == "rank" ? SlotOrder::kRank : SlotOrder::kAny;
+  }
+  if (j.contains("tie_order")) {
+    c.tieOrder =
+        parseTieOrder(enumValue(j["tie_order"], "tie_order"), "router contract: \"tie_order\"");
   }
   if (j.contains("batch_invariant")) {
     if (!j["batch_invariant"].is_boolean()) throw contractError("\"batch_invariant\" must be bool");
     c.batchInvariant = j["batch_invariant"].get<bool>();
   }
-  if (c.abi != "moe_route_v1") {
-    throw contractError(fmt::format("\"abi\" must be \"moe_route_v1\", got \"{}\"", c.abi));
-  }
-  if (c.compute != "binary32") {
-    throw contractError(fmt::format("\"compute\" must be \"binary32\", got \"{}\"", c.compute));
-  }
-  if (j.contains("exp_max_ulp")) c.expMaxUlp = nonNegativeNumber(j["exp_max_ulp"], "exp_max_ulp");
-  if (c.expMaxUlp > kMaxExpUlp) {
-    throw contractError(
-        fmt::format("\"exp_max_ulp\" = {} is beyond what any real exp needs (at most {}): it would "
-                    "excuse every gate",
-                    c.expMaxUlp, kMaxExpUlp));
-  }
+  // A huge exp budget would excuse every gate (a no-renormalisation bug passed with 1e30).
+  if (j.contains("exp_max_ulp")) c.expMaxUlp = boundedNumber(j["exp_max_ulp"], "exp_max_ulp");
   if (j.contains("gate_budget")) {
     const auto& b = j["gate_budget"];
     if (!b.is_object()) throw contractError("\"gate_budget\" must be an object");
-    for (const auto& [key, value] : b.items()) {
-      if (key != "spec32_factor" && key != "ulp") {
-        throw contractError(
-            fmt::format("unknown key \"gate_budget.{}\" (known: spec32_factor, ulp)", key));
-      }
-    }
+    rejectUnknownKeys(b, property("gate_budget"), "gate_budget.");
     if (b.contains("spec32_factor")) {
-      c.gateBudget.spec32Factor = nonNegativeNumber(b["spec32_factor"], "spec32_factor");
+      c.gateBudget.spec32Factor = boundedNumber(b["spec32_factor"], "gate_budget.spec32_factor");
     }
-    if (b.contains("ulp")) c.gateBudget.ulp = nonNegativeNumber(b["ulp"], "ulp");
+    if (b.contains("ulp")) c.gateBudget.ulp = boundedNumber(b["ulp"], "gate_budget.ulp");
   }
+  if (j.contains("shapes")) c.shapes = parseShapes(j["shapes"]);
   return c;
 }
 
@@ -197,8 +205,16 @@ std::string contractToJSON(const Contract& c) {
   j["tie_order"] = tieOrderName(c.tieOrder);
   if (!c.shapes.any()) {
     nlohmann::json s = nlohmann::json::object();
-    if (!c.shapes.experts.empty()) s["experts"] = {c.shapes.experts.text()};
-    if (!c.shapes.k.empty()) s["k"] = {c.shapes.k.text()};
+    // One item per range, as the schema's pattern has it ("8-16", "256").
+    auto items = [](const IntSet& set) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const IntRange& r : set.ranges()) {
+        a.push_back(r.lo == r.hi ? fmt::format("{}", r.lo) : fmt::format("{}-{}", r.lo, r.hi));
+      }
+      return a;
+    };
+    if (!c.shapes.experts.empty()) s["experts"] = items(c.shapes.experts);
+    if (!c.shapes.k.empty()) s["k"] = items(c.shapes.k);
     if (c.shapes.maxTokens > 0) s["max_tokens"] = c.shapes.maxTokens;
     j["shapes"] = s;
   }

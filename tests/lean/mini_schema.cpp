@@ -30,13 +30,13 @@ bool hasType(const json& value, const std::string& type) {
   throw std::invalid_argument("unsupported type " + type);
 }
 
-const std::set<std::string> kAnnotations = {"$schema",     "$id",      "title",
-                                            "description", "$comment", "$defs"};
-const std::set<std::string> kKeywords = {
-    "type",    "const",      "enum",     "pattern",
-    "minimum", "properties", "required", "additionalProperties",
-    "items",   "$ref",       "anyOf",    "allOf",
-    "if",      "then"};
+const std::set<std::string> kAnnotations = {"$schema",  "$id",   "title",  "description",
+                                            "$comment", "$defs", "default"};
+const std::set<std::string> kKeywords = {"type",       "const",    "enum",
+                                         "pattern",    "minimum",  "maximum",
+                                         "properties", "required", "additionalProperties",
+                                         "items",      "$ref",     "anyOf",
+                                         "allOf",      "if",       "then"};
 
 const std::regex& cachedRegex(const std::string& pattern) {
   static std::map<std::string, std::regex> cache;
@@ -79,6 +79,9 @@ void MiniSchema::check(const json& schema, const json& value, const std::string&
   }
   if (schema.contains("minimum") && value.is_number() && value < schema["minimum"]) {
     errors.push_back(where + ": " + value.dump() + " is below the minimum");
+  }
+  if (schema.contains("maximum") && value.is_number() && value > schema["maximum"]) {
+    errors.push_back(where + ": " + value.dump() + " is above the maximum");
   }
   if (value.is_object()) {
     const json noProperties = json::object();

@@ -1,6 +1,6 @@
 #pragma once
 // A small JSON Schema checker for the subset lean-traces/moe_vectors_v1.schema.json uses
-// (type, const, enum, pattern, minimum, properties, required, additionalProperties, items,
+// (type, const, enum, pattern, minimum, maximum, properties, required, additionalProperties, items,
 // $ref to #/$defs, anyOf, allOf, if/then). A keyword outside that subset is reported as an
 // error rather than ignored, so the schema cannot carry a constraint nobody checks.
 #include <nlohmann/json.hpp>
