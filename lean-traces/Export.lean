@@ -240,7 +240,7 @@ def nearTie64 (s : List Float) : Bool :=
 /-- RoutingTest (the layout the fuzzer's replay reads): binary32 logits, the spec's
 ranks and keptExperts on the logits, and the binary32 evaluation of softmaxVecSpec and
 gatesVecSpec with the exp values it used. `acceptable` when routing on the binary32
-probabilities keeps a different set than routing on the logits (design.md §1). -/
+probabilities keeps a different set than routing on the logits (docs/design.md section 1). -/
 def routingCase (comment : String) (k : Nat) (l : List Float32) : Case :=
   let tr := Activation.softmaxTraceWith f32exp l
   let nonFinite := Lst.any f32isNaN tr.out
@@ -713,7 +713,7 @@ def notes : List (String × String) :=
    ("KAboveE", "k > E: every expert is kept, min k E = E."),
    ("NonFiniteRow", "Some probability is NaN (a +inf logit, or every logit -inf): the spec's value is not a real number; its float evaluation is the reference."),
    ("ExpUnderflow", "Some exp(x_i - m) underflows to 0 in binary32."),
-   ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable, design.md section 1)."),
+   ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable, docs/design.md section 1)."),
    ("NaN", "A NaN score is outside the domain (StrictWeak fails): the oracle must reject it."),
    ("TieAtKeptBoundary", "The last kept and the first displaced expert tie exactly: the index tie-break decides, so relabelling the experts need not relabel the gates."),
    ("SeedTheorem", "A concrete theorem of the seed (capacity_depends_on_devices, balance_depends_on_devices)."),

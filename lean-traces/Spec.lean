@@ -1,5 +1,5 @@
 /-
-  moe-oracle: the MoE routing spec of design.md §1, in Lean 4 core (no Mathlib).
+  moe-oracle: the MoE routing spec of docs/design.md section 1, in Lean 4 core (no Mathlib).
 
   The names are TorchLean's (`Spec.MoE.beats`, `rank`, `kept`, `keptExperts`,
   `Activation.softmaxVecSpec`, `gatesVecSpec`, `combineSpec`, `forwardSpec`,
@@ -10,7 +10,7 @@
   to evaluate. Out-of-range reads give `Context.zero` (never happens: every index used
   below is `< length`).
 
-  Where the seeds leave an order open, this file fixes it as design.md §1 does:
+  Where the seeds leave an order open, this file fixes it as docs/design.md section 1 does:
   `keptExperts` lists the kept experts best first; every sum is a left fold seeded with
   zero, in index order.
 
