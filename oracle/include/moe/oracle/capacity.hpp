@@ -12,7 +12,7 @@
 
 namespace moe::oracle {
 
-// Lean: NN.Proofs.Models.MoE.capacityKeeps — serves capacity_depends_on_devices
+// Lean: Spec.MoE.capacityKeeps — serves capacity_depends_on_devices
 // group[t] is the expert token t is routed to; token t is kept when fewer than C earlier
 // tokens of the group went to its expert.
 inline std::vector<bool> capacityKeeps(std::size_t C, std::span<const std::size_t> group) {
@@ -27,7 +27,7 @@ inline std::vector<bool> capacityKeeps(std::size_t C, std::span<const std::size_
   return keeps;
 }
 
-// Lean: NN.Proofs.Models.MoE.switchCapacity — serves capacity_depends_on_devices
+// Lean: Spec.MoE.switchCapacity — serves capacity_depends_on_devices
 // ceil(n / E) with capacity factor one; E = 0 gives 0, as Lean's Nat division by 0 does.
 inline std::size_t switchCapacity(std::size_t E, std::size_t n) {
   return E == 0 ? 0 : n / E + (n % E != 0 ? 1 : 0);
@@ -37,7 +37,7 @@ inline std::size_t switchCapacity(std::size_t E, std::size_t n) {
 // probabilities over all E experts.
 using BalanceToken = std::pair<std::size_t, std::vector<mpq_class>>;
 
-// Lean: NN.Proofs.Models.MoE.switchBalance — serves balance_depends_on_devices
+// Lean: Spec.MoE.switchBalance — serves balance_depends_on_devices
 // E * sum_e (fraction of the group's tokens sent to e) * (mean probability of e), exact.
 // An empty group gives 0 (Lean's ℚ division by 0 is 0).
 inline mpq_class switchBalance(std::size_t E, std::span<const BalanceToken> group) {
