@@ -129,24 +129,6 @@ std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
   }
 }
 
-// The shapes to draw: the contract's "shapes", then the flags over them.
-ShapeSpace shapeSpace(const FuzzFlags& f, const Contract& contract) {
-  ShapeSpace space;
-  if (!contract.shapes.experts.empty()) space.experts = contract.shapes.experts;
-  if (!contract.shapes.k.empty()) space.k = contract.shapes.k;
-  if (contract.shapes.maxTokens > 0) {
-    space.tokens = space.tokens.clamp(0, contract.shapes.maxTokens);
-  }
-  if (!f.experts.empty()) space.experts = IntSet::parse(f.experts, "--experts", 0, kDrawMaxExperts);
-  if (!f.k.empty()) space.k = IntSet::parse(f.k, "--k", 0, kDrawMaxExperts + 2);
-  if (!f.tokens.empty()) {
-    space.tokens = IntSet::parse(f.tokens, "--tokens", 0, kDrawMaxTokens);
-    space.tokensGiven = true;
-  }
-  space.validate();
-  return space;
-}
-
 // --out is made and tried before any case runs: a finding must never be lost to it.
 bool prepareOut(const std::string& out) {
   std::error_code ec;
@@ -166,7 +148,7 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
   if (!router) return 2;
   CampaignOptions options;
   try {
-    options.shapes = shapeSpace(f, router->contract());
+    options.shapes = shapeSpaceFor(router->contract().shapes, f.experts, f.k, f.tokens, "--");
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
     return 2;

@@ -191,6 +191,23 @@ Contract parseContract(std::string_view text) {
   return c;
 }
 
+ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view experts,
+                         std::string_view k, std::string_view tokens, std::string_view prefix) {
+  ShapeSpace space;
+  if (!supported.experts.empty()) space.experts = supported.experts;
+  if (!supported.k.empty()) space.k = supported.k;
+  if (supported.maxTokens > 0) space.tokens = space.tokens.clamp(0, supported.maxTokens);
+  const std::string p(prefix);
+  if (!experts.empty()) space.experts = IntSet::parse(experts, p + "experts", 0, kDrawMaxExperts);
+  if (!k.empty()) space.k = IntSet::parse(k, p + "k", 0, kDrawMaxExperts + 2);
+  if (!tokens.empty()) {
+    space.tokens = IntSet::parse(tokens, p + "tokens", 0, kDrawMaxTokens);
+    space.tokensGiven = true;
+  }
+  space.validate();
+  return space;
+}
+
 std::string contractToJSON(const Contract& c) {
   nlohmann::json j;
   j["abi"] = c.abi;

@@ -8,29 +8,11 @@
 
 #include "bindings.hpp"
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/contract.hpp"
 
 namespace py = pybind11;
 
 namespace moe::python {
-
-namespace {
-
-fuzz::ShapeSpace spaceOf(const std::string& experts, const std::string& k,
-                         const std::string& tokens) {
-  fuzz::ShapeSpace space;
-  if (!experts.empty()) {
-    space.experts = fuzz::IntSet::parse(experts, "experts", 0, fuzz::kDrawMaxExperts);
-  }
-  if (!k.empty()) space.k = fuzz::IntSet::parse(k, "k", 0, fuzz::kDrawMaxExperts + 2);
-  if (!tokens.empty()) {
-    space.tokens = fuzz::IntSet::parse(tokens, "tokens", 0, fuzz::kDrawMaxTokens);
-    space.tokensGiven = true;
-  }
-  space.validate();
-  return space;
-}
-
-}  // namespace
 
 void bindCases(py::module_& m) {
   m.def(
@@ -40,7 +22,8 @@ void bindCases(py::module_& m) {
         const std::string_view bytes = data;
         fuzz::SpanSource source(
             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-        const fuzz::Case c = fuzz::drawCase(source, spaceOf(experts, k, tokens));
+        const fuzz::Case c =
+            fuzz::drawCase(source, fuzz::shapeSpaceFor({}, experts, k, tokens, ""));
         py::array_t<float> logits(
             {static_cast<py::ssize_t>(c.tokens), static_cast<py::ssize_t>(c.experts)});
         if (!c.logits.empty()) {

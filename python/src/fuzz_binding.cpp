@@ -13,28 +13,6 @@ namespace moe::python {
 
 namespace {
 
-// The shapes to draw: the contract's "shapes", then the arguments over them; the same rule
-// as the command's --experts, --k and --tokens (fuzz/cli/main.cpp, shapeSpace).
-fuzz::ShapeSpace shapeSpace(const fuzz::Contract& contract, const std::string& experts,
-                            const std::string& k, const std::string& tokens) {
-  fuzz::ShapeSpace space;
-  if (!contract.shapes.experts.empty()) space.experts = contract.shapes.experts;
-  if (!contract.shapes.k.empty()) space.k = contract.shapes.k;
-  if (contract.shapes.maxTokens > 0) {
-    space.tokens = space.tokens.clamp(0, contract.shapes.maxTokens);
-  }
-  if (!experts.empty()) {
-    space.experts = fuzz::IntSet::parse(experts, "experts", 0, fuzz::kDrawMaxExperts);
-  }
-  if (!k.empty()) space.k = fuzz::IntSet::parse(k, "k", 0, fuzz::kDrawMaxExperts + 2);
-  if (!tokens.empty()) {
-    space.tokens = fuzz::IntSet::parse(tokens, "tokens", 0, fuzz::kDrawMaxTokens);
-    space.tokensGiven = true;
-  }
-  space.validate();
-  return space;
-}
-
 struct FuzzArguments {
   double seconds = 60;
   uint64_t seed = 1;
@@ -52,7 +30,7 @@ py::dict fuzzFunction(py::object route, py::object unsupported, const std::strin
                       const fuzz::VerdictConfig& config) {
   fuzz::Contract contract = fuzz::parseContract(contractJson);
   fuzz::CampaignOptions options;
-  options.shapes = shapeSpace(contract, a.experts, a.k, a.tokens);
+  options.shapes = fuzz::shapeSpaceFor(contract.shapes, a.experts, a.k, a.tokens, "");
   options.seconds = a.seconds;
   options.seed = a.seed;
   options.maxCases = a.maxCases;

@@ -51,6 +51,13 @@ struct Contract {
 // with the reason on text that is not a JSON object, on an unknown key (naming the nearest
 // known one), or on a field of the wrong type or out of its range.
 Contract parseContract(std::string_view json);
+
+// The shapes a run draws: the contract's "shapes", then the caller's lists over them (values
+// and ranges, empty = not given), as --experts, --k and --tokens do. `prefix` names the lists
+// in errors ("--" for the command's flags). Throws std::invalid_argument on a malformed list
+// or a space where no case fits.
+ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view experts,
+                         std::string_view k, std::string_view tokens, std::string_view prefix);
 std::string contractToJSON(const Contract& c);
 
 }  // namespace moe::fuzz
