@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 
 namespace moe::fuzz {
 
@@ -467,9 +466,6 @@ class IsolatedLibraryRouter final : public Router {
 }  // namespace
 
 std::unique_ptr<Router> openIsolatedLibrary(const std::string& path, const RouterOptions& options) {
-  if (!std::filesystem::exists(path)) {
-    throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
-  }
   // A child that dies mid-request must not take the judge with it through SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   auto child = std::make_unique<Child>(path);
@@ -483,10 +479,8 @@ std::unique_ptr<Router> openIsolatedLibrary(const std::string& path, const Route
       throw RouterLoadError(fmt::format("router library {}: {}", path, e.what()));
     }
   }
-  std::string name = contract.name;
-  if (name.empty()) name = std::filesystem::path(path).stem().string();
-  if (name.rfind("lib", 0) == 0) name = name.substr(3);
-  return std::make_unique<IsolatedLibraryRouter>(name, contract, std::move(child), options);
+  return std::make_unique<IsolatedLibraryRouter>(libraryRouterName(path, contract), contract,
+                                                 std::move(child), options);
 }
 
 }  // namespace moe::fuzz

@@ -96,9 +96,6 @@ class SharedLibraryRouter final : public Router {
 };
 
 std::unique_ptr<Router> loadSharedLibrary(const std::string& path) {
-  if (!std::filesystem::exists(path)) {
-    throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
-  }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw RouterLoadError(fmt::format("cannot load router library: {}", dlerror()));
   auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
@@ -117,10 +114,8 @@ std::unique_ptr<Router> loadSharedLibrary(const std::string& path) {
       throw RouterLoadError(fmt::format("router library {}: {}", path, e.what()));
     }
   }
-  std::string name = contract.name;
-  if (name.empty()) name = std::filesystem::path(path).stem().string();
-  if (name.rfind("lib", 0) == 0) name = name.substr(3);
-  return std::make_unique<SharedLibraryRouter>(name, contract, handle, route);
+  return std::make_unique<SharedLibraryRouter>(libraryRouterName(path, contract), contract, handle,
+                                               route);
 }
 
 class Spec32Router final : public Router {
@@ -192,6 +187,13 @@ class BrokenRouter final : public Router {
 
 }  // namespace
 
+std::string libraryRouterName(const std::string& path, const Contract& contract) {
+  std::string name = contract.name;
+  if (name.empty()) name = std::filesystem::path(path).stem().string();
+  if (name.rfind("lib", 0) == 0) name = name.substr(3);
+  return name;
+}
+
 std::unique_ptr<Router> makeSpec32Router() {
   return std::make_unique<Spec32Router>();
 }
@@ -205,6 +207,9 @@ std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOpti
   // for a name without '/', so `--impl lib.so` is made `./lib.so`.
   if (isPath) {
     const std::string path = s.find('/') == std::string::npos ? "./" + s : s;
+    if (!std::filesystem::exists(path)) {
+      throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
+    }
     return options.inProcess ? loadSharedLibrary(path) : openIsolatedLibrary(path, options);
   }
   if (s == "spec32") return makeSpec32Router();

@@ -12,9 +12,13 @@
 
 namespace moe::fuzz {
 
-// Starts the child, loads `path` there and reads its contract. Throws RouterLoadError when
-// the library cannot be loaded, lacks moe_route_v1, crashes while loading, or has a contract
-// that does not parse.
+// The name a shared library's router goes by, in process or isolated: the contract's
+// "name", else the file's stem without "lib".
+std::string libraryRouterName(const std::string& path, const Contract& contract);
+
+// Starts the child, loads `path` (an existing file: openRouter checks) there and reads its
+// contract. Throws RouterLoadError when the library cannot be loaded, lacks moe_route_v1, crashes
+// while loading, or has a contract that does not parse.
 std::unique_ptr<Router> openIsolatedLibrary(const std::string& path, const RouterOptions& options);
 
 }  // namespace moe::fuzz
