@@ -104,7 +104,8 @@ FoundViolation record(const Router& router, const Case& c, const CaseResult& r,
 
 }  // namespace
 
-void Coverage::add(int32_t e, int32_t kk, int32_t judged) {
+void Coverage::add(int32_t e, int32_t kk, int32_t t, int32_t judged) {
+  tokens[bandOf(kTokenBands, t)] += static_cast<uint64_t>(judged);
   experts[bandOf(kExpertBands, e)] += static_cast<uint64_t>(judged);
   k[bandOf(kKBands, kk)] += static_cast<uint64_t>(judged);
   kVsExperts[kk < e ? "k<E" : kk == e ? "k=E" : "k>E"] += static_cast<uint64_t>(judged);
@@ -148,8 +149,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     // Tokens judged: every token, or those up to the violating one.
     const auto judged = static_cast<int32_t>(r.tokens.size());
     s.tokens += static_cast<uint64_t>(judged);
-    s.coverage.add(c.experts, c.k, judged);
-    s.coverage.tokens[bandOf(kTokenBands, c.tokens)] += static_cast<uint64_t>(judged);
+    s.coverage.add(c.experts, c.k, c.tokens, judged);
     for (const Verdict& v : r.tokens) {
       if (v.outcome == Outcome::kExact) ++s.exact;
       if (v.outcome == Outcome::kAcceptable) {

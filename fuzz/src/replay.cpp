@@ -102,6 +102,7 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl, Judge& 
 
 void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judge& judge,
                            ReplaySummary& out) {
+  const std::vector<std::string> builtins = builtinRouterNames();
   for (const auto& t : tests) {
     const int64_t tcId = t.is_object() && t.contains("tcId") && t["tcId"].is_number_integer()
                              ? t["tcId"].get<int64_t>()
@@ -156,7 +157,6 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
       std::unique_ptr<Router> named;
       const Router* run = impl;
       const std::string name = t.value("impl", std::string());
-      const auto builtins = builtinRouterNames();
       if (!run && std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
         named = openRouter(name);
         run = named.get();

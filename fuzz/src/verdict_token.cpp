@@ -321,18 +321,15 @@ std::string tiedGatesText(std::span<const float> x, const RouterToken& out, int3
 // pair where i beats j has p_i >= p_j and holds anyway, so no pair needs to be enumerated
 // (O(E log |S|), not O(E |S|)). Only then the exact ties, so that a tie verdict is given
 // only where ties alone explain the difference (issue 12: "the kind names the cause").
+// `worstIn` is S's last member in beats order.
 std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<const int32_t> S,
-                                         const std::vector<uint8_t>& inS, bool onLogits, double c,
-                                         TieOrder ties, const RouterToken& out,
-                                         CertifiedProbabilities& cp, LevelCounters& levels,
-                                         double& worstMargin,
+                                         int32_t worstIn, const std::vector<uint8_t>& inS,
+                                         bool onLogits, double c, TieOrder ties,
+                                         const RouterToken& out, CertifiedProbabilities& cp,
+                                         LevelCounters& levels, double& worstMargin,
                                          std::optional<DoubleProbabilities>& dp,
                                          std::string& reason) {
   const int32_t E = static_cast<int32_t>(x.size());
-  int32_t worstIn = S[0];
-  for (int32_t i : S) {
-    if (beatsX(x, worstIn, i)) worstIn = i;
-  }
   int32_t bestOut = -1;
   for (int32_t j = 0; j < E; ++j) {
     if (!inS[j] && (bestOut < 0 || beatsX(x, j, bestOut))) bestOut = j;
@@ -589,11 +586,11 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
     ++levels.selectionFloat;
   } else {
     std::string reason;
-    if (auto v = checkDifferentSet(x, S, seen, onLogits, contract.expMaxUlp, ties, out, cp, levels,
-                                   worstMargin, dp, reason)) {
+    if (auto v = checkDifferentSet(x, S, worst, seen, onLogits, contract.expMaxUlp, ties, out, cp,
+                                   levels, worstMargin, dp, reason)) {
       return *v;
     }
-    accept(reason == "tie-order" ? "tie-order" : "near-tie-probabilities");
+    accept(reason.c_str());  // "tie-order" or "near-tie-probabilities"
   }
 
   // Slot order: each slot must not be beaten by the next one. Exact ties: the lower index

@@ -43,7 +43,8 @@ struct FoundViolation {
 struct Coverage {
   std::map<std::string, uint64_t> experts, k, tokens, kVsExperts;
   std::map<std::string, uint64_t> abstainReasons;  // cases, by the router's reason
-  void add(int32_t experts, int32_t k, int32_t tokens);
+  // `judged` tokens of a case of this shape (fewer than `tokens` after a violation).
+  void add(int32_t experts, int32_t k, int32_t tokens, int32_t judged);
 };
 
 struct CampaignSummary {
