@@ -24,6 +24,34 @@ class RouterSemantics : public RouterTest {
   Routed route(int32_t tokens, int32_t experts, int32_t k, const std::vector<float>& x) {
     return routeOrDie(*router_, tokens, experts, k, x);
   }
+
+  // Rows drawn from six levels (-inf, and small values of both signs), so exact ties are
+  // everywhere; ids (and, when asked, gates) must match the reference slot by slot.
+  void expectTieHeavyRowsMatch(uint32_t seed, std::initializer_list<int32_t> expertCounts,
+                               std::initializer_list<int32_t> ks, int32_t tokens, bool checkGates) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> level(0, 5);
+    for (const int32_t experts : expertCounts) {
+      for (const int32_t k : ks) {
+        std::vector<float> x(static_cast<size_t>(tokens) * experts);
+        for (auto& v : x) {
+          const int l = level(rng);
+          v = l == 0 ? -kInf : float(l) * (l % 2 == 0 ? 1.0f : -0.5f);
+        }
+        const Routed out = route(tokens, experts, k, x);
+        for (int32_t t = 0; t < tokens; ++t) {
+          const RowReference ref = referenceRow(&x[size_t(t) * experts], experts, k, probsMode());
+          for (int32_t s = 0; s < std::min(k, experts); ++s) {
+            ASSERT_EQ(out.ids[size_t(t) * k + s], ref.ids[s])
+                << "E=" << experts << " k=" << k << " t=" << t << " s=" << s;
+            if (checkGates) {
+              ASSERT_NEAR(out.gates[size_t(t) * k + s], ref.gates[s], 1e-6 * ref.gates[s] + 1e-30);
+            }
+          }
+        }
+      }
+    }
+  }
 };
 
 // Sweeps E over 1..130 (every tail length for 4-, 8- and 16-lane vectors, one and
@@ -70,52 +98,13 @@ TEST_P(RouterSemantics, KeepsReferenceSetOnSeparatedRowsForEveryE) {
 // across vector blocks, so both the SIMD fast selection (few candidates above the
 // threshold) and its fallback (more candidates than lanes) meet ties at the boundary.
 TEST_P(RouterSemantics, TieHeavyRowsMatchTheReference) {
-  std::mt19937 rng(99);
-  std::uniform_int_distribution<int> level(0, 5);
-  for (const int32_t experts : {9, 17, 64, 100, 256}) {
-    for (int32_t k = 1; k <= 9; ++k) {
-      const int32_t tokens = 40;
-      std::vector<float> x(static_cast<size_t>(tokens) * experts);
-      for (auto& v : x) {
-        const int l = level(rng);
-        v = l == 0 ? -kInf : float(l) * (l % 2 == 0 ? 1.0f : -0.5f);
-      }
-      const Routed out = route(tokens, experts, k, x);
-      for (int32_t t = 0; t < tokens; ++t) {
-        const RowReference ref = referenceRow(&x[size_t(t) * experts], experts, k, probsMode());
-        for (int32_t s = 0; s < std::min(k, experts); ++s) {
-          ASSERT_EQ(out.ids[size_t(t) * k + s], ref.ids[s])
-              << "E=" << experts << " k=" << k << " t=" << t << " s=" << s;
-          ASSERT_NEAR(out.gates[size_t(t) * k + s], ref.gates[s], 1e-6 * ref.gates[s] + 1e-30);
-        }
-      }
-    }
-  }
+  expectTieHeavyRowsMatch(99, {9, 17, 64, 100, 256}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 40, true);
 }
 
 // The same with k above the routers' insertion limit (32 kept experts), where selection is a
 // partial sort: its comparator must break exact ties to the lower index too.
 TEST_P(RouterSemantics, TieHeavyRowsMatchTheReferenceAboveTheInsertionLimit) {
-  std::mt19937 rng(98);
-  std::uniform_int_distribution<int> level(0, 5);
-  for (const int32_t experts : {64, 100}) {
-    for (const int32_t k : {33, 40, 63}) {
-      const int32_t tokens = 8;
-      std::vector<float> x(static_cast<size_t>(tokens) * experts);
-      for (auto& v : x) {
-        const int l = level(rng);
-        v = l == 0 ? -kInf : float(l) * (l % 2 == 0 ? 1.0f : -0.5f);
-      }
-      const Routed out = route(tokens, experts, k, x);
-      for (int32_t t = 0; t < tokens; ++t) {
-        const RowReference ref = referenceRow(&x[size_t(t) * experts], experts, k, probsMode());
-        for (int32_t s = 0; s < k; ++s) {
-          ASSERT_EQ(out.ids[size_t(t) * k + s], ref.ids[s])
-              << "E=" << experts << " k=" << k << " t=" << t << " s=" << s;
-        }
-      }
-    }
-  }
+  expectTieHeavyRowsMatch(98, {64, 100}, {33, 40, 63}, 8, false);
 }
 
 TEST_P(RouterSemantics, ExactTiesGoToTheLowerIndex) {
