@@ -8,6 +8,7 @@
 #include "moe/oracle/combine.hpp"
 #include "moe/oracle/context.hpp"
 #include "moe/oracle/error.hpp"
+#include "moe/oracle/family.hpp"
 #include "moe/oracle/permute.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
