@@ -1,4 +1,4 @@
-// The C ABI of one built-in router, compiled once per libmoe_route_<name>.so with
+// The C ABI (v1 and v2) of one built-in router, compiled once per libmoe_route_<name>.so with
 // MOE_ROUTER_NAME set; export_abi.map keeps every other symbol local.
 #include "moe/route_abi.h"
 #include "moe/routers.hpp"
@@ -25,4 +25,14 @@ extern "C" __attribute__((visibility("default"))) int moe_route_v1(int32_t token
 
 extern "C" __attribute__((visibility("default"))) const char* moe_route_v1_contract(void) {
   return thisRouter().contract_json.data();
+}
+
+extern "C" __attribute__((visibility("default"))) int moe_route_v2(const moe_route_params_v2* p,
+                                                                   const float* logits,
+                                                                   int32_t* ids, float* gates) {
+  return thisRouter().route_v2(p, logits, ids, gates, 0);
+}
+
+extern "C" __attribute__((visibility("default"))) const char* moe_route_v2_contract(void) {
+  return thisRouter().contract_v2_json.data();
 }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -46,22 +47,11 @@ int32_t workerCount(int32_t tokens, int32_t experts, int32_t threads) {
 
 }  // namespace
 
-int runRows(RowsFn rows, int32_t tokens, int32_t experts, int32_t k, const float* logits,
-            int32_t* ids, float* gates, int32_t threads) {
-  if (const int rc = checkArgs(tokens, experts, k, logits, ids, gates, threads); rc != 0) {
-    return rc;
-  }
-  if (tokens == 0 || k == 0) return MOE_ROUTE_OK;
-  if (experts == 0) {
-    std::fill(ids, ids + int64_t{tokens} * k, -1);
-    std::fill(gates, gates + int64_t{tokens} * k, 0.0f);
-    return MOE_ROUTE_OK;
-  }
+int runChunks(int32_t tokens, int32_t experts, int32_t threads,
+              const std::function<void(int64_t begin, int64_t end)>& fn) {
   const int32_t workers = workerCount(tokens, experts, threads);
   auto chunk = [&](int32_t w) {
-    const int64_t begin = int64_t{tokens} * w / workers;
-    const int64_t end = int64_t{tokens} * (w + 1) / workers;
-    rows(logits + begin * experts, end - begin, experts, k, ids + begin * k, gates + begin * k);
+    fn(int64_t{tokens} * w / workers, int64_t{tokens} * (w + 1) / workers);
   };
   try {
     if (workers == 1) {
@@ -95,6 +85,22 @@ int runRows(RowsFn rows, int32_t tokens, int32_t experts, int32_t k, const float
   } catch (...) {  // std::bad_alloc, std::system_error from std::thread
     return MOE_ROUTE_EINTERNAL;
   }
+}
+
+int runRows(RowsFn rows, int32_t tokens, int32_t experts, int32_t k, const float* logits,
+            int32_t* ids, float* gates, int32_t threads) {
+  if (const int rc = checkArgs(tokens, experts, k, logits, ids, gates, threads); rc != 0) {
+    return rc;
+  }
+  if (tokens == 0 || k == 0) return MOE_ROUTE_OK;
+  if (experts == 0) {
+    std::fill(ids, ids + int64_t{tokens} * k, -1);
+    std::fill(gates, gates + int64_t{tokens} * k, 0.0f);
+    return MOE_ROUTE_OK;
+  }
+  return runChunks(tokens, experts, threads, [&](int64_t begin, int64_t end) {
+    rows(logits + begin * experts, end - begin, experts, k, ids + begin * k, gates + begin * k);
+  });
 }
 
 }  // namespace moe::detail

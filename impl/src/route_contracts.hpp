@@ -6,7 +6,8 @@
 
 namespace moe::detail {
 
-enum class RouteMode { kProbs, kLogits };
+// kFamily: moe_route_v2's contract (the routing family; no "selects_on").
+enum class RouteMode { kProbs, kLogits, kFamily };
 
 struct ContractFacts {
   std::string_view name;

@@ -24,6 +24,16 @@ int routeWith(int32_t tokens, int32_t experts, int32_t k, const float* logits, i
   return detail::runRows(kRows, tokens, experts, k, logits, ids, gates, threads);
 }
 
+template <detail::FamilyRowsFn kRows, bool (*kAvailable)()>
+int routeV2With(const moe_route_params_v2* p, const float* logits, int32_t* ids, float* gates,
+                int32_t threads) {
+  // Parameters first: EBADPARAMS and friends do not depend on the CPU.
+  detail::FamilyParams checked;
+  if (const int rc = detail::checkParamsV2(p, logits, ids, gates, &checked); rc != 0) return rc;
+  if (!kAvailable()) return MOE_ROUTE_EUNSUPPORTED;
+  return detail::runRowsV2(kRows, p, logits, ids, gates, threads);
+}
+
 // exp_max_ulp: glibc's expf (scalar; 0.5016 measured, 0.502 documented by glibc) and
 // Highway's Exp (1.0316 measured on AVX-512 over every float in [-104, 0], all arguments
 // x - max can take below the underflow to 0; tests/impl/exp_ulp_test.cpp re-checks it).
@@ -36,48 +46,72 @@ constexpr double kAvx512ExpUlp = 1.06;
 // gate ulp: docs/impl.md, "Gate budget". scalar-probs is the binary32 spec itself.
 constexpr int kScalarProbsGateUlp = 0;
 constexpr int kGateUlp = 39;
+// v2 gate ulp: docs/impl.md ("Gate budget of moe_route_v2"). The scalar v2 is the binary32
+// spec op by op with the host expf.
+constexpr int kScalarFamilyGateUlp = 0;
+constexpr int kFamilyGateUlp = 56;
 
 struct Entry {
   detail::ContractFacts facts;
   bool (*available)();
   RouteFn route;
+  detail::ContractFacts familyFacts;
+  RouteV2Fn routeV2;
 };
 
 constexpr std::array<Entry, 8> kEntries{{
     {{"scalar-probs", RouteMode::kProbs, kHostExpUlp, kScalarProbsGateUlp},
      always,
-     routeWith<detail::scalarProbsRows, always>},
+     routeWith<detail::scalarProbsRows, always>,
+     {"scalar-probs", RouteMode::kFamily, kHostExpUlp, kScalarFamilyGateUlp},
+     routeV2With<detail::scalarFamilyRows, always>},
     {{"scalar-logits", RouteMode::kLogits, kHostExpUlp, kGateUlp},
      always,
-     routeWith<detail::scalarLogitsRows, always>},
+     routeWith<detail::scalarLogitsRows, always>,
+     {"scalar-logits", RouteMode::kFamily, kHostExpUlp, kScalarFamilyGateUlp},
+     routeV2With<detail::scalarFamilyRows, always>},
     {{"avx2-probs", RouteMode::kProbs, kHwyExpUlp, kGateUlp},
      detail::cpuHasAvx2,
-     routeWith<detail::avx2ProbsRows, detail::cpuHasAvx2>},
+     routeWith<detail::avx2ProbsRows, detail::cpuHasAvx2>,
+     {"avx2-probs", RouteMode::kFamily, kHwyExpUlp, kFamilyGateUlp},
+     routeV2With<detail::avx2FamilyRows, detail::cpuHasAvx2>},
     {{"avx2-logits", RouteMode::kLogits, kHwyExpUlp, kGateUlp},
      detail::cpuHasAvx2,
-     routeWith<detail::avx2LogitsRows, detail::cpuHasAvx2>},
+     routeWith<detail::avx2LogitsRows, detail::cpuHasAvx2>,
+     {"avx2-logits", RouteMode::kFamily, kHwyExpUlp, kFamilyGateUlp},
+     routeV2With<detail::avx2FamilyRows, detail::cpuHasAvx2>},
     {{"avx512-probs", RouteMode::kProbs, kAvx512ExpUlp, kGateUlp},
      detail::cpuHasAvx512,
-     routeWith<detail::avx512ProbsRows, detail::cpuHasAvx512>},
+     routeWith<detail::avx512ProbsRows, detail::cpuHasAvx512>,
+     {"avx512-probs", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
+     routeV2With<detail::avx512FamilyRows, detail::cpuHasAvx512>},
     {{"avx512-logits", RouteMode::kLogits, kAvx512ExpUlp, kGateUlp},
      detail::cpuHasAvx512,
-     routeWith<detail::avx512LogitsRows, detail::cpuHasAvx512>},
+     routeWith<detail::avx512LogitsRows, detail::cpuHasAvx512>,
+     {"avx512-logits", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
+     routeV2With<detail::avx512FamilyRows, detail::cpuHasAvx512>},
     {{"auto-probs", RouteMode::kProbs, kAvx512ExpUlp, kGateUlp},
      always,
-     routeWith<detail::autoProbsRows, always>},
+     routeWith<detail::autoProbsRows, always>,
+     {"auto-probs", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
+     routeV2With<detail::autoFamilyRows, always>},
     {{"auto-logits", RouteMode::kLogits, kAvx512ExpUlp, kGateUlp},
      always,
-     routeWith<detail::autoLogitsRows, always>},
+     routeWith<detail::autoLogitsRows, always>,
+     {"auto-logits", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
+     routeV2With<detail::autoFamilyRows, always>},
 }};
 
 struct Registry {
   std::array<std::string, kEntries.size()> contracts;
+  std::array<std::string, kEntries.size()> familyContracts;
   std::array<BuiltinRouter, kEntries.size()> routers;
   Registry() {
     for (size_t i = 0; i < kEntries.size(); ++i) {
       contracts[i] = detail::contractJson(kEntries[i].facts);
-      routers[i] = BuiltinRouter{kEntries[i].facts.name, contracts[i], kEntries[i].available,
-                                 kEntries[i].route};
+      familyContracts[i] = detail::contractJson(kEntries[i].familyFacts);
+      routers[i] = BuiltinRouter{kEntries[i].facts.name, contracts[i],       kEntries[i].available,
+                                 kEntries[i].route,      familyContracts[i], kEntries[i].routeV2};
     }
   }
 };

@@ -42,6 +42,39 @@
  *                        draws only those. Elsewhere the kernel returns
  *                        MOE_ROUTE_EUNSUPPORTED, which is an abstention, never a finding.
  *   Any other key is an error: the fuzzer refuses the contract and names the nearest key.
+ *
+ * int moe_route_v2(const moe_route_params_v2 *p, logits, ids, gates)
+ *   The routers of today's open MoE models (docs/design.md; the spec: the routing family of
+ *   lean-traces/Spec.lean). Per token, with E = p->experts:
+ *     1. scores s: softmax of the row (score = MOE_SCORE_SOFTMAX) or the sigmoid of each
+ *        logit, 1 / (1 + exp(-x)) (MOE_SCORE_SIGMOID);
+ *     2. selection keys c_e = s_e + bias[e] (c = s when bias is NULL);
+ *     3. groups (groups > 1): group g is the experts [g*E/G, (g+1)*E/G); its score is the
+ *        max of its keys (MOE_GROUP_MAX) or the sum of its two best keys, best first
+ *        (MOE_GROUP_TOP2_SUM); the topk_groups best groups are kept (exact ties to the lower
+ *        group index); experts of other groups are not eligible;
+ *     4. the kept experts: the min(k, eligible) best eligible experts by key (exact ties to
+ *        the lower index), in slots best first as v1;
+ *     5. gates: the UNBIASED score s_e of each kept expert; if renormalize, divided by the
+ *        sum of the kept scores taken in expert index order; then times scale.
+ *   ids, gates, the slot order and the statuses EBADSIZE, ENULL, EOVERFLOW, EUNSUPPORTED and
+ *   EINTERNAL are as v1's (with tokens, experts, k taken from *p); slots past
+ *   min(k, eligible) are empty (-1, gate 0). Eligible experts number E when groups == 1,
+ *   else topk_groups * E / groups. Further rules:
+ *     - p == NULL: MOE_ROUTE_ENULL;
+ *     - p->struct_size < sizeof(moe_route_params_v2), or any field below out of its domain:
+ *       MOE_ROUTE_EBADPARAMS, and nothing is written. A larger struct_size is accepted (a
+ *       caller built against a later version; the fields past this struct are ignored);
+ *     - bias: NULL (no bias) or p->experts readable floats.
+ *   Checked in this order: p NULL, struct_size, negative sizes (EBADSIZE), the family's
+ *   fields (EBADPARAMS), NULL buffers (ENULL), sizes (EOVERFLOW).
+ *
+ * const char *moe_route_v2_contract(void)
+ *   Optional, as for v1: the same fields, with "abi": "moe_route_v2" and
+ *     "families": {"scores": [...], "groups": bool, "bias": bool}: the score functions
+ *                        ("softmax", "sigmoid"), and whether groups > 1 and a bias are
+ *                        supported; the fuzzer draws only those.
+ *   "selects_on" does not apply to v2 (the keys are step 2's).
  */
 #ifndef MOE_ROUTE_ABI_H
 #define MOE_ROUTE_ABI_H
@@ -63,6 +96,33 @@ int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float* logits
                  float* gates);
 
 const char* moe_route_v1_contract(void);
+
+/* ---- version 2: the routing family (see the top of this file) ---- */
+
+enum { MOE_SCORE_SOFTMAX = 0, MOE_SCORE_SIGMOID = 1 };
+enum { MOE_GROUP_MAX = 0, MOE_GROUP_TOP2_SUM = 1 };
+
+typedef struct moe_route_params_v2 {
+  uint32_t struct_size;       /* sizeof(moe_route_params_v2): room to grow; smaller: EBADPARAMS */
+  int32_t tokens, experts, k; /* as v1's arguments: >= 0 (else EBADSIZE) */
+  int32_t score;              /* MOE_SCORE_*: MOE_SCORE_SOFTMAX or MOE_SCORE_SIGMOID */
+  const float* bias;          /* experts entries, or NULL for none; added to the scores for
+                                 selection only, never to the gates */
+  int32_t groups;             /* n_group; 1 = no grouping; >= 1 and must divide experts (any
+                                 groups >= 1 when experts == 0) */
+  int32_t topk_groups;        /* groups kept: 1..groups */
+  int32_t group_score;        /* MOE_GROUP_*; ignored when groups == 1; with
+                                 MOE_GROUP_TOP2_SUM and groups > 1, experts / groups >= 2 */
+  int32_t renormalize;        /* 0 or 1 */
+  float scale;                /* routed scaling factor, finite (any sign); 1 = none */
+} moe_route_params_v2;
+
+#define MOE_ROUTE_EBADPARAMS 6 /* v2 parameters out of their domain; nothing written */
+
+int moe_route_v2(const moe_route_params_v2* p, const float* logits, int32_t* ids,
+                 float* gates); /* same outputs, statuses and slot order as v1 */
+
+const char* moe_route_v2_contract(void); /* optional, as for v1 */
 
 #ifdef __cplusplus
 }

@@ -15,11 +15,19 @@ namespace moe {
 using RouteFn = int (*)(int32_t tokens, int32_t experts, int32_t k, const float* logits,
                         int32_t* ids, float* gates, int32_t threads);
 
+// Same contract as moe_route_v2, plus the thread count as RouteFn's.
+using RouteV2Fn = int (*)(const moe_route_params_v2* p, const float* logits, int32_t* ids,
+                          float* gates, int32_t threads);
+
 struct BuiltinRouter {
   std::string_view name;  // "<isa>-<mode>": isa in scalar|avx2|avx512|auto, mode in probs|logits
   std::string_view contract_json;  // the text moe_route_v1_contract returns for it
   bool (*available)();             // false when this CPU lacks the ISA
   RouteFn route;                   // returns MOE_ROUTE_EUNSUPPORTED when !available()
+  // moe_route_v2: the routing family, the same kernel for both modes of an ISA (v2 always
+  // selects on the scores plus bias).
+  std::string_view contract_v2_json;  // the text moe_route_v2_contract returns for it
+  RouteV2Fn route_v2;                 // returns MOE_ROUTE_EUNSUPPORTED when !available()
 };
 
 // All eight built-in routers: scalar, avx2, avx512, auto, each in probs and logits mode.

@@ -2,8 +2,12 @@
 // Routers proper (argument checks, threads) are in routers.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+
+#include "moe/route_abi.h"
 
 namespace moe::detail {
 
@@ -41,5 +45,50 @@ bool cpuHasAvx512();
 // Returns a MOE_ROUTE_* code; on error nothing is written.
 int runRows(RowsFn rows, int32_t tokens, int32_t experts, int32_t k, const float* logits,
             int32_t* ids, float* gates, int32_t threads);
+
+// Runs fn(begin, end) over contiguous chunks of [0, tokens) on up to `threads` threads
+// (0 = all cores; only as many as tokens * experts pays for). Returns MOE_ROUTE_OK, or
+// MOE_ROUTE_EINTERNAL when fn threw (std::bad_alloc) or no thread could start.
+int runChunks(int32_t tokens, int32_t experts, int32_t threads,
+              const std::function<void(int64_t begin, int64_t end)>& fn);
+
+// --- moe_route_v2: the routing family (route_abi.h) -----------------------------------
+
+// moe_route_params_v2 once checked: every field in its domain.
+struct FamilyParams {
+  int32_t experts = 0;
+  int32_t k = 0;
+  bool sigmoid = false;
+  const float* bias = nullptr;  // experts entries, or nullptr
+  int32_t groups = 1;
+  int32_t topkGroups = 1;
+  bool top2Sum = false;  // group score: sum of the two best keys (else their max)
+  bool renormalize = false;
+  float scale = 1.0f;
+
+  int32_t groupSize() const { return groups == 0 ? 0 : experts / groups; }
+  // Eligible experts: all of them without groups, else those of the kept groups.
+  int32_t eligibleCount() const { return groups == 1 ? experts : topkGroups * groupSize(); }
+  int32_t keptCount() const { return std::min(k, eligibleCount()); }
+};
+
+// Routes `rows` consecutive tokens by the family's rule. Preconditions (checked by
+// runRowsV2): rows >= 0, experts >= 1, k >= 1, parameters in their domain.
+using FamilyRowsFn = void (*)(const FamilyParams& p, const float* logits, int64_t rows,
+                              int32_t* ids, float* gates);
+
+void scalarFamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*);
+void avx2FamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*);
+void avx512FamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*);
+void autoFamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*);
+
+// The statuses of route_abi.h for v2, in its order: p NULL, struct_size, sizes, the
+// family's fields, NULL buffers, overflow. On success, *out holds the parameters.
+int checkParamsV2(const moe_route_params_v2* p, const float* logits, const int32_t* ids,
+                  const float* gates, FamilyParams* out);
+
+// moe_route_v2 with the thread count of RouteFn (0 = all cores; negative: EBADSIZE).
+int runRowsV2(FamilyRowsFn rows, const moe_route_params_v2* p, const float* logits, int32_t* ids,
+              float* gates, int32_t threads);
 
 }  // namespace moe::detail

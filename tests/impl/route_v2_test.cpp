@@ -1,0 +1,353 @@
+// moe_route_v2 (the routing family) of every built-in router: the parameter checks
+// (EBADPARAMS with nothing written, a larger struct_size accepted), v1's special case,
+// agreement with a double reference at DeepSeek-V3's, Kimi K2's and Llama 4's shapes, and
+// exact ties to the lower index. Seeds: MOE_TEST_SEED when set (printed on failure).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "family_reference.hpp"
+#include "moe/route_abi.h"
+#include "moe/routers.hpp"
+#include "router_params.hpp"
+
+namespace moe::test {
+namespace {
+
+uint32_t testSeed() {
+  const char* env = std::getenv("MOE_TEST_SEED");
+  return env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 20261201u;
+}
+
+moe_route_params_v2 paramsFor(const FamilyCase& c, int32_t tokens) {
+  moe_route_params_v2 p{};
+  p.struct_size = sizeof(moe_route_params_v2);
+  p.tokens = tokens;
+  p.experts = c.experts;
+  p.k = c.k;
+  p.score = c.sigmoid ? MOE_SCORE_SIGMOID : MOE_SCORE_SOFTMAX;
+  p.bias = c.bias.empty() ? nullptr : c.bias.data();
+  p.groups = c.groups;
+  p.topk_groups = c.topkGroups;
+  p.group_score = c.top2Sum ? MOE_GROUP_TOP2_SUM : MOE_GROUP_MAX;
+  p.renormalize = c.renormalize ? 1 : 0;
+  p.scale = c.scale;
+  return p;
+}
+
+class RouteV2 : public RouterTest {
+ protected:
+  int route(const moe_route_params_v2* p, const float* x, int32_t* ids, float* gates) {
+    return router_->route_v2(p, x, ids, gates, 0);
+  }
+};
+
+// Every way out of the domain: EBADPARAMS and the outputs untouched.
+TEST_P(RouteV2, RejectsEveryInvalidParameterAndWritesNothing) {
+  const std::vector<float> x(2 * 8, 0.5f);
+  FamilyCase base;
+  base.experts = 8;
+  base.k = 2;
+  base.sigmoid = true;
+  base.groups = 4;
+  base.topkGroups = 2;
+  base.top2Sum = true;
+  base.renormalize = true;
+  const moe_route_params_v2 good = paramsFor(base, 2);
+  std::vector<std::pair<std::string, moe_route_params_v2>> bad;
+  auto add = [&](const std::string& what, auto change) {
+    moe_route_params_v2 p = good;
+    change(p);
+    bad.emplace_back(what, p);
+  };
+  add("struct_size one short", [](auto& p) { p.struct_size = sizeof(p) - 1; });
+  add("struct_size 0", [](auto& p) { p.struct_size = 0; });
+  add("groups 3 not dividing 8", [](auto& p) { p.groups = 3; });
+  add("groups 0", [](auto& p) { p.groups = 0; });
+  add("groups -2", [](auto& p) { p.groups = -2; });
+  add("groups 16 > experts", [](auto& p) { p.groups = 16; });
+  add("topk_groups 0", [](auto& p) { p.topk_groups = 0; });
+  add("topk_groups groups + 1", [](auto& p) { p.topk_groups = 5; });
+  add("topk_groups -1", [](auto& p) { p.topk_groups = -1; });
+  add("top2-sum over groups of one", [](auto& p) {
+    p.groups = 8;
+    p.topk_groups = 4;
+  });
+  add("group_score 2 with groups", [](auto& p) { p.group_score = 2; });
+  add("group_score -1 with groups", [](auto& p) { p.group_score = -1; });
+  add("score 2", [](auto& p) { p.score = 2; });
+  add("score -1", [](auto& p) { p.score = -1; });
+  add("renormalize 2", [](auto& p) { p.renormalize = 2; });
+  add("renormalize -1", [](auto& p) { p.renormalize = -1; });
+  add("scale NaN", [](auto& p) { p.scale = std::numeric_limits<float>::quiet_NaN(); });
+  add("scale +inf", [](auto& p) { p.scale = std::numeric_limits<float>::infinity(); });
+  add("scale -inf", [](auto& p) { p.scale = -std::numeric_limits<float>::infinity(); });
+  for (const auto& [what, p] : bad) {
+    std::vector<int32_t> ids(4, 12345);
+    std::vector<float> gates(4, 6.5f);
+    EXPECT_EQ(route(&p, x.data(), ids.data(), gates.data()), MOE_ROUTE_EBADPARAMS) << what;
+    EXPECT_EQ(ids, std::vector<int32_t>(4, 12345)) << what;
+    EXPECT_EQ(gates, std::vector<float>(4, 6.5f)) << what;
+  }
+  std::vector<int32_t> ids(4);
+  std::vector<float> gates(4);
+  EXPECT_EQ(route(nullptr, x.data(), ids.data(), gates.data()), MOE_ROUTE_ENULL);
+  EXPECT_EQ(route(&good, x.data(), ids.data(), gates.data()), MOE_ROUTE_OK);
+  moe_route_params_v2 negative = good;
+  negative.k = -1;
+  EXPECT_EQ(route(&negative, x.data(), ids.data(), gates.data()), MOE_ROUTE_EBADSIZE);
+  EXPECT_EQ(route(&good, nullptr, ids.data(), gates.data()), MOE_ROUTE_ENULL);
+  // Domain edges that are valid: groups of one with max, group_score ignored without groups,
+  // any sign of scale, E = 0 with any groups.
+  moe_route_params_v2 ok = good;
+  ok.groups = 8;
+  ok.topk_groups = 8;
+  ok.group_score = MOE_GROUP_MAX;
+  EXPECT_EQ(route(&ok, x.data(), ids.data(), gates.data()), MOE_ROUTE_OK);
+  ok = good;
+  ok.groups = 1;
+  ok.topk_groups = 1;
+  ok.group_score = 77;
+  ok.scale = -0.0f;
+  EXPECT_EQ(route(&ok, x.data(), ids.data(), gates.data()), MOE_ROUTE_OK);
+  ok = good;
+  ok.experts = 0;
+  ok.groups = 5;
+  ok.topk_groups = 5;
+  ok.group_score = MOE_GROUP_MAX;
+  EXPECT_EQ(route(&ok, x.data(), ids.data(), gates.data()), MOE_ROUTE_OK);
+  EXPECT_EQ(ids, std::vector<int32_t>(4, -1));
+}
+
+// A caller built against a later, longer struct: accepted, fields past ours ignored.
+TEST_P(RouteV2, AcceptsALargerStruct) {
+  struct Longer {
+    moe_route_params_v2 p;
+    int64_t future[4];
+  } longer{};
+  FamilyCase c;
+  c.experts = 16;
+  c.k = 2;
+  c.sigmoid = true;
+  c.renormalize = true;
+  longer.p = paramsFor(c, 1);
+  longer.p.struct_size = sizeof(Longer);
+  for (auto& f : longer.future) f = -1;
+  std::vector<float> x(16);
+  for (int32_t e = 0; e < 16; ++e) x[e] = 0.1f * float(e % 7);
+  int32_t ids[2];
+  float gates[2];
+  ASSERT_EQ(route(&longer.p, x.data(), ids, gates), MOE_ROUTE_OK);
+  EXPECT_EQ(ids[0], 6);
+  EXPECT_EQ(ids[1], 13);
+}
+
+// Well-separated rows: distinct logits on a shuffled grid with a little noise.
+std::vector<float> separatedLogits(std::mt19937& rng, int32_t tokens, int32_t experts, float step) {
+  std::vector<float> x(size_t(tokens) * experts);
+  std::uniform_real_distribution<float> jitter(-0.2f * step, 0.2f * step);
+  std::vector<int32_t> perm(static_cast<size_t>(experts));
+  for (int32_t t = 0; t < tokens; ++t) {
+    for (int32_t e = 0; e < experts; ++e) perm[e] = e;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int32_t e = 0; e < experts; ++e) {
+      x[size_t(t) * experts + e] = step * float(perm[e] - experts / 2) + jitter(rng);
+    }
+  }
+  return x;
+}
+
+// With softmax, no bias, no groups, renormalisation and scale 1, v2 is v1's Mixtral rule:
+// the same ids, and gates equal up to the routers' rounding (v1's logits mode computes its
+// gates as a softmax over the kept logits, v2 from the probabilities).
+TEST_P(RouteV2, SoftmaxRenormalisedIsV1) {
+  const uint32_t seed = testSeed();
+  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (const auto& [experts, k] :
+       {std::pair{8, 2}, {64, 8}, {256, 8}, {60, 6}, {384, 8}, {128, 1}, {16, 16}, {300, 40}}) {
+    SCOPED_TRACE("E=" + std::to_string(experts) + " k=" + std::to_string(k));
+    const int32_t tokens = 257;
+    const auto x = separatedLogits(rng, tokens, experts, 0.05f);
+    FamilyCase c;
+    c.experts = experts;
+    c.k = k;
+    c.renormalize = true;
+    const moe_route_params_v2 p = paramsFor(c, tokens);
+    std::vector<int32_t> ids1(size_t(tokens) * k), ids2(ids1.size());
+    std::vector<float> g1(ids1.size()), g2(ids1.size());
+    ASSERT_EQ(router_->route(tokens, experts, k, x.data(), ids1.data(), g1.data(), 0), 0);
+    ASSERT_EQ(route(&p, x.data(), ids2.data(), g2.data()), 0);
+    EXPECT_EQ(ids1, ids2);
+    for (size_t i = 0; i < g1.size(); ++i) {
+      EXPECT_NEAR(g1[i], g2[i], 2e-6f * std::max(1.0f, g1[i])) << "slot " << i;
+    }
+    if (GetParam() == "scalar-probs") {
+      EXPECT_EQ(g1, g2);  // both the binary32 spec
+    }
+  }
+}
+
+struct Shape {
+  const char* name;
+  FamilyCase c;
+};
+
+std::vector<Shape> modelShapes(std::mt19937& rng) {
+  std::uniform_real_distribution<float> biasDist(-0.3f, 0.3f);
+  auto bias = [&](int32_t n) {
+    std::vector<float> b(static_cast<size_t>(n));
+    for (auto& v : b) v = biasDist(rng);
+    return b;
+  };
+  std::vector<Shape> shapes;
+  FamilyCase v3;  // DeepSeek-V3/R1
+  v3.experts = 256;
+  v3.k = 8;
+  v3.sigmoid = true;
+  v3.bias = bias(256);
+  v3.groups = 8;
+  v3.topkGroups = 4;
+  v3.top2Sum = true;
+  v3.renormalize = true;
+  v3.scale = 2.5f;
+  shapes.push_back({"DeepSeek-V3", v3});
+  FamilyCase v2 = v3;  // DeepSeek-V2's rule at V3's size: softmax, groups by max, raw gates
+  v2.sigmoid = false;
+  v2.bias.clear();
+  v2.top2Sum = false;
+  v2.renormalize = false;
+  v2.topkGroups = 3;
+  v2.scale = 16.0f;
+  shapes.push_back({"DeepSeek-V2 rule", v2});
+  FamilyCase kimi;  // Kimi K2
+  kimi.experts = 384;
+  kimi.k = 8;
+  kimi.sigmoid = true;
+  kimi.bias = bias(384);
+  kimi.renormalize = true;
+  kimi.scale = 2.827f;
+  shapes.push_back({"Kimi K2", kimi});
+  FamilyCase llama;  // Llama 4 Maverick
+  llama.experts = 128;
+  llama.k = 1;
+  llama.sigmoid = true;
+  shapes.push_back({"Llama 4", llama});
+  FamilyCase odd = v3;  // groups that are not whole vectors, k past half a vector
+  odd.experts = 72;
+  odd.bias = bias(72);
+  odd.groups = 6;
+  odd.topkGroups = 2;
+  odd.k = 12;
+  shapes.push_back({"E=72 G=6", odd});
+  return shapes;
+}
+
+TEST_P(RouteV2, AgreesWithTheDoubleReferenceAtModelShapes) {
+  const uint32_t seed = testSeed();
+  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (const auto& shape : modelShapes(rng)) {
+    SCOPED_TRACE(shape.name);
+    const FamilyCase& c = shape.c;
+    const int32_t tokens = 1000;
+    const auto x = separatedLogits(rng, tokens, c.experts, c.sigmoid ? 0.02f : 0.05f);
+    const moe_route_params_v2 p = paramsFor(c, tokens);
+    std::vector<int32_t> ids(size_t(tokens) * c.k);
+    std::vector<float> gates(ids.size());
+    ASSERT_EQ(route(&p, x.data(), ids.data(), gates.data()), 0);
+    int32_t checked = 0;
+    for (int32_t t = 0; t < tokens; ++t) {
+      const FamilyResult ref = familyReference(c, x.data() + size_t(t) * c.experts);
+      if (ref.margin < 1e-4) continue;  // binary32 rounding could decide this row
+      ++checked;
+      for (int32_t s = 0; s < c.k; ++s) {
+        const size_t i = size_t(t) * c.k + s;
+        ASSERT_EQ(ids[i], ref.ids[s]) << "token " << t << " slot " << s;
+        ASSERT_NEAR(gates[i], ref.gates[s], 1e-5 * std::max(1.0, std::fabs(ref.gates[s])))
+            << "token " << t << " slot " << s;
+      }
+    }
+    EXPECT_GT(checked, tokens * 3 / 4) << "too few well-separated rows to judge";
+  }
+}
+
+// Exact ties everywhere: equal logits (every score the same exact value) and biases from a
+// few exact binary fractions, so keys and group scores tie exactly and the reference's
+// lower-index rule decides every slot.
+TEST_P(RouteV2, ExactTiesGoToTheLowerIndex) {
+  const uint32_t seed = testSeed();
+  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> level(0, 3);
+  for (const bool sigmoid : {true, false}) {
+    for (const auto& shape : modelShapes(rng)) {
+      FamilyCase c = shape.c;
+      SCOPED_TRACE(std::string(shape.name) + (sigmoid ? " sigmoid" : " softmax"));
+      c.sigmoid = sigmoid;
+      if (c.experts % 8 != 0 && !sigmoid) continue;  // 1/E must be exact
+      const int32_t tokens = 64;
+      const std::vector<float> x(size_t(tokens) * c.experts, 0.0f);
+      int32_t t = 0;
+      for (const bool withBias : {false, true}) {
+        c.bias.clear();
+        if (withBias) {
+          for (int32_t e = 0; e < c.experts; ++e) c.bias.push_back(0.25f * float(level(rng)));
+        }
+        const moe_route_params_v2 p = paramsFor(c, tokens);
+        std::vector<int32_t> ids(size_t(tokens) * c.k);
+        std::vector<float> gates(ids.size());
+        ASSERT_EQ(route(&p, x.data(), ids.data(), gates.data()), 0);
+        const FamilyResult ref = familyReference(c, x.data());
+        for (t = 0; t < tokens; ++t) {
+          for (int32_t s = 0; s < c.k; ++s) {
+            ASSERT_EQ(ids[size_t(t) * c.k + s], ref.ids[s])
+                << "bias " << withBias << " token " << t << " slot " << s;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A group's best two keys tying with another group's (top-2 sums equal): the lower group
+// wins; and a bias that exactly cancels a score difference.
+TEST_P(RouteV2, GroupTiesGoToTheLowerGroup) {
+  FamilyCase c;
+  c.experts = 8;
+  c.k = 2;
+  c.sigmoid = true;
+  c.groups = 4;
+  c.topkGroups = 1;
+  c.top2Sum = true;
+  c.renormalize = true;
+  // sigmoid(0) = 0.5 everywhere; biases make groups 1 and 3 tie on 0.75 + 0.5 = 1.25 with
+  // different members, group 3 first by the best key alone (1.0): the sum decides.
+  c.bias = {0.0f, 0.0f, 0.25f, 0.0f, 0.0f, 0.0f, 0.5f, -0.25f};
+  const std::vector<float> x(8, 0.0f);
+  const moe_route_params_v2 p = paramsFor(c, 1);
+  int32_t ids[2];
+  float gates[2];
+  ASSERT_EQ(route(&p, x.data(), ids, gates), 0);
+  // Group scores: 1.0, 1.25 (0.75 + 0.5), 1.0, 1.25 (1.0 + 0.25): groups 1 and 3 tie, 1 wins.
+  EXPECT_EQ(ids[0], 2);
+  EXPECT_EQ(ids[1], 3);
+  EXPECT_FLOAT_EQ(gates[0], 0.5f);
+  // With the max, group 3 (best key 1.0) wins alone.
+  moe_route_params_v2 byMax = p;
+  byMax.group_score = MOE_GROUP_MAX;
+  ASSERT_EQ(route(&byMax, x.data(), ids, gates), 0);
+  EXPECT_EQ(ids[0], 6);
+  EXPECT_EQ(ids[1], 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(EachRouter, RouteV2, allBuiltinRouters(), routerTestName);
+
+}  // namespace
+}  // namespace moe::test
