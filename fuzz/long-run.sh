@@ -7,9 +7,11 @@ seconds=${1:-600}
 build=${2:-build}
 bin="$build/bin/moe-oracle"
 [[ -x "$bin" ]] || { echo "long-run: $bin not built (cmake --build $build --target moe-oracle)" >&2; exit 2; }
+# The built-in routers come from the binary (`moe-oracle list`): the list exists once.
+mapfile -t builtins < <("$bin" list)
+((${#builtins[@]} > 0)) || { echo "long-run: $bin list printed no router" >&2; exit 2; }
 status=0
-for router in spec32 scalar-probs scalar-logits avx2-probs avx2-logits avx512-probs avx512-logits \
-              auto-probs auto-logits; do
+for router in spec32 "${builtins[@]}"; do
   seed=$(( (RANDOM << 15) | RANDOM ))
   echo "== $router: $seconds s, seed $seed"
   "$bin" fuzz --impl "$router" --seconds "$seconds" --seed "$seed" --json \

@@ -7,8 +7,8 @@ a timeout or out-of-memory gets "<target>-timeout"/"<target>-oom". Equal signatu
 the same bug: the campaign keeps one (the smallest) input per signature.
 
 The reproducer: the golden-vector JSON the target writes when MOE_REPRODUCER_DIR is set,
-else the one moe-crash-reproducer (fuzz/campaign/crash_reproducer.cpp: moe-oracle's own
-decoder, verdict and writer) makes for a violation with the same signature; either
+else the one `moe-oracle reproduce` (fuzz/cli/reproduce.cpp: moe-oracle's own decoder,
+verdict and writer) makes for a violation with the same signature; either
 replays with `moe-oracle replay`. Otherwise (a sanitizer crash) the raw input is the
 reproducer and the command reruns the target on it.
 """
@@ -87,11 +87,12 @@ def group_by_signature(binary, target, artifacts, *, out_dir, rss_limit_mb, limi
     return groups
 
 
-def _convert_with_tool(tool, target, signature, keep, reproducers, *, out_dir):
-    """Asks moe-crash-reproducer (moe-oracle's decoder, verdict and writer) for a
-    reproducer of this violation; True when it wrote one. fuzz_external's router is the
-    library in MOE_IMPL; the other targets' are the built-in routers (the tool's default)."""
-    cmd = [tool, "--out", reproducers, "--signature", signature]
+def _convert_with_tool(reproduce, target, signature, keep, reproducers, *, out_dir):
+    """Asks `moe-oracle reproduce` (the command `reproduce`: moe-oracle's decoder, verdict
+    and writer) for a reproducer of this violation; True when it wrote one. fuzz_external's
+    router is the library in MOE_IMPL; the other targets' are the built-in routers (the
+    command's default)."""
+    cmd = list(reproduce) + ["--out", reproducers, "--signature", signature]
     if target == "fuzz_external" and os.environ.get("MOE_IMPL"):
         cmd += ["--impl", os.environ["MOE_IMPL"]]
     cmd.append(keep)
@@ -101,7 +102,7 @@ def _convert_with_tool(tool, target, signature, keep, reproducers, *, out_dir):
 
 
 def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
-           minimize_runs, minimize_seconds, rss_limit_mb, crash_reproducer=None, minimize=True,
+           minimize_runs, minimize_seconds, rss_limit_mb, reproduce=None, minimize=True,
            convert=True):
     """One crash entry for one signature: its smallest input minimised (when the
     minimised input still gives the same signature), its reproducer and command."""
@@ -136,8 +137,8 @@ def triage(binary, target, build, signature, artifacts, *, out_dir, moe_oracle,
              "input": os.path.relpath(keep, out_dir), "input_bytes": os.path.getsize(keep),
              "log": os.path.relpath(log, out_dir)}
     jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))
-    if convert and not jsons and crash_reproducer and signature.startswith("moe-oracle: "):
-        _convert_with_tool(crash_reproducer, target, signature, keep, reproducers, out_dir=out_dir)
+    if convert and not jsons and reproduce and signature.startswith("moe-oracle: "):
+        _convert_with_tool(reproduce, target, signature, keep, reproducers, out_dir=out_dir)
         jsons = sorted(glob.glob(os.path.join(reproducers, "*.json")))
     if jsons:
         entry["reproducer"] = os.path.relpath(jsons[0], out_dir)

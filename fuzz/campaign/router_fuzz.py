@@ -10,12 +10,21 @@ import os
 import re
 import shutil
 
+import subprocess
+
 import child_process
 
-BUILTIN_ROUTERS = [
-    "scalar-probs", "scalar-logits", "avx2-probs", "avx2-logits",
-    "avx512-probs", "avx512-logits", "auto-probs", "auto-logits",
-]
+
+def builtin_routers(moe_oracle):
+    """The built-in routers this moe-oracle has, from `moe-oracle list` (the router list
+    exists once, in impl/); [] when the binary cannot be run."""
+    try:
+        r = subprocess.run([moe_oracle, "list"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return []
+    if r.returncode != 0:
+        return []
+    return [line.strip() for line in r.stdout.splitlines() if line.strip()]
 
 
 def fuzz_router(moe_oracle, router, seconds, seed, out_dir):

@@ -56,8 +56,6 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, help="default: the campaign's start time")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
     p.add_argument("--external", help="a moe_route_v1 library for fuzz_external (MOE_IMPL)")
-    p.add_argument("--crash-reproducer", help="moe-crash-reproducer binary (default: beside "
-                   "moe-oracle)")
     a = p.parse_args(argv)
     if a.budget is None:
         a.budget = NIGHTLY_BUDGET_S if a.nightly else 180
@@ -72,11 +70,10 @@ def parse_args(argv):
     # Absolute: the fuzzers run in the out folder, so that what they drop stays there.
     if a.moe_oracle and os.sep in a.moe_oracle:
         a.moe_oracle = os.path.abspath(a.moe_oracle)
-    if a.crash_reproducer is None and a.moe_oracle:
-        beside = os.path.join(os.path.dirname(a.moe_oracle), "moe-crash-reproducer")
-        a.crash_reproducer = beside if os.access(beside, os.X_OK) else None
-    if a.crash_reproducer:
-        a.crash_reproducer = os.path.abspath(a.crash_reproducer)
+    # Crashes become reproducers through `moe-oracle reproduce` (moe-oracle's own decoder,
+    # verdict and writer), when moe-oracle is given.
+    runnable = a.moe_oracle and (os.access(a.moe_oracle, os.X_OK) or shutil.which(a.moe_oracle))
+    a.reproduce = [a.moe_oracle, "reproduce"] if runnable else None
     a.out = os.path.abspath(a.out)
     a.repo = os.path.abspath(a.repo)
     a.corpus_root = os.path.abspath(a.corpus_root or os.path.join(a.repo, "corpus"))
@@ -86,8 +83,9 @@ def parse_args(argv):
 def make_plan(a):
     """The step ids, in order, with what each needs; absent binaries are left out."""
     steps = {}
-    routers = a.routers.split(",") if a.routers else router_fuzz.BUILTIN_ROUTERS
     if a.moe_oracle and os.access(a.moe_oracle, os.X_OK):
+        routers = (a.routers.split(",") if a.routers
+                   else router_fuzz.builtin_routers(a.moe_oracle))
         for r in routers:
             steps[f"router:{r}"] = {"router": r}
     targets = a.targets.split(",") if a.targets else TARGETS
@@ -186,7 +184,7 @@ def run_libfuzzer_step(a, state, info, seconds, build_dir):
         c = crash_triage.triage(binary, target, build, signature, artifacts, out_dir=a.out,
                                 moe_oracle=a.moe_oracle or "moe-oracle", minimize_runs=10000,
                                 minimize_seconds=min(30, max(5, seconds // 4)),
-                                rss_limit_mb=rss, crash_reproducer=a.crash_reproducer,
+                                rss_limit_mb=rss, reproduce=a.reproduce,
                                 minimize=minimize, convert=in_time)
         campaign_state.remember_signature(state, signature)
         crashes.append(c)

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "decision_coverage.hpp"
+#include "moe/fuzz/decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "decision_coverage.hpp"
+#include "moe/fuzz/decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 

@@ -1,12 +1,12 @@
 // fuzz_route: every built-in router (differential, vs the oracle). The case's variant byte
-// picks the router, so one corpus covers all of them; the verdict (fuzz/src/verdict_*.cpp)
+// picks the router, so one corpus covers all of them; the verdict (fuzz/judge/verdict_*.cpp)
 // checks structure, selection, ties, slot order, gates and batch invariance.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "decision_coverage.hpp"
+#include "moe/fuzz/decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 #include "target_common.hpp"
 

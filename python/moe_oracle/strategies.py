@@ -1,7 +1,7 @@
 """Hypothesis strategies that draw the fuzzer's own routing cases.
 
 ``routing_cases()`` feeds bytes that Hypothesis draws to the campaign's generator
-(``drawCase`` in fuzz/src/case.cpp, the one ``moe-oracle fuzz`` uses): exact ties, +0 and -0,
+(``drawCase`` in fuzz/case/case.cpp, the one ``moe-oracle fuzz`` uses): exact ties, +0 and -0,
 subnormals, +-inf, values around expf's overflow, near-ties one ulp apart, constant columns
 across tokens, NaN in one case in 16, at adversarial shapes, with a batch split point. No
 second generator: Hypothesis shrinks a failing case by shrinking the bytes, and bytes

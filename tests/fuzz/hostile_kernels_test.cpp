@@ -111,8 +111,8 @@ TEST(CarelessUser, EveryNumericFlagIsChecked) {
     expectUsageError(std::string("fuzz --impl spec32 --gate-factor ") + v, "--gate-factor");
   }
   expectUsageError("fuzz --impl spec32 --call-timeout -2", "--call-timeout");
-  expectUsageError("bogus", "fuzz, replay and explain");
-  expectUsageError("", "fuzz, replay or explain");
+  expectUsageError("bogus", "fuzz, replay, explain, reproduce and list");
+  expectUsageError("", "fuzz, replay, explain, reproduce or list");
   const auto version = runOracle("--version");
   EXPECT_EQ(version.exitCode, 0);
   EXPECT_NE(version.out.find("moe-oracle 0."), std::string::npos) << version.out;

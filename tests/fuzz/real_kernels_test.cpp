@@ -95,7 +95,9 @@ TEST(Shapes, AKernelOfOneShapeIsJudgedAtThatShape) {
                         "10 --seed 1 --out " +
                         freshDir("shape"),
                     0);
-  EXPECT_GT(j["tokens"].get<int64_t>(), 100000) << "judged in 10 s";
+  // A floor far below the rate on an idle machine: this asserts that the shape is drawn,
+  // not a speed (speed lives in bench/), so a loaded machine must not fail it.
+  EXPECT_GT(j["tokens"].get<int64_t>(), 10000) << "judged in 10 s";
   EXPECT_EQ(j["abstained"], 0) << "nothing drawn outside the shape";
   EXPECT_EQ(j["coverage"]["experts"].size(), 1u) << j["coverage"];
   EXPECT_GT(j["coverage"]["experts"].value("65-256", 0), 0) << j["coverage"];

@@ -1,4 +1,4 @@
-// The verdict's decisions as libFuzzer coverage (fuzz/targets/decision_coverage.hpp): the
+// The verdict's decisions as libFuzzer coverage (moe/fuzz/decision_coverage.hpp): the
 // judge is built without instrumentation, so these signals are what tells the fuzzer that a
 // case reached a near-tie, the binary64 filter or a non-real row. Each must fire exactly
 // where the verdict went.
@@ -7,7 +7,7 @@
 #include <limits>
 #include <set>
 
-#include "decision_coverage.hpp"
+#include "moe/fuzz/decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
 
 namespace moe::fuzz {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "moe/fuzz/broken_routers.hpp"
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/report.hpp"
@@ -46,6 +47,7 @@ TEST(VectorReplay, TamperedKeptExpertsFail) {
 TEST(VectorReplay, RoutingTestAgainstRouters) {
   auto spec = makeSpec32Router();
   EXPECT_EQ(replayVectors(routingFile(tieTest()), spec.get(), VerdictConfig{}).failed, 0);
+  registerBrokenRouters();
   auto broken = openRouter("broken-tie-high");
   EXPECT_EQ(replayVectors(routingFile(tieTest()), broken.get(), VerdictConfig{}).failed, 1);
 }
@@ -74,6 +76,7 @@ TEST(VectorReplay, UnknownGroupsAreSkippedAndSaid) {
 }
 
 TEST(VectorReplay, CampaignReproducerReplaysAsItsViolation) {
+  registerBrokenRouters();
   auto broken = openRouter("broken-no-renorm");
   CampaignOptions o;
   o.seconds = 20;

@@ -1,5 +1,5 @@
 // Replay of the Lean RoutingTests through the fuzzer's own vector reader and verdict code
-// (fuzz/src/replay.cpp): against the oracle alone, and against every built-in router this
+// (fuzz/io/replay.cpp): against the oracle alone, and against every built-in router this
 // CPU can run, as issue 5 asks once the fuzzer provides the verdict.
 #include <gtest/gtest.h>
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""moe-crash-reproducer turns a routing input into a reproducer that moe-oracle replays.
+"""`moe-oracle reproduce` turns a routing input into a reproducer that moe-oracle replays.
 
 A deliberately broken router (broken-no-renorm: gates not renormalised over the kept set)
-violates on almost any input: the tool must write a reproducer whose signature it prints,
+violates on almost any input (so the test build of the command, moe-oracle-broken, that
+knows it runs `reproduce`): it must write a reproducer whose signature it prints,
 `moe-oracle replay` must confirm it, a non-matching --signature must write nothing (exit 1),
 and a missing input must exit 2.
 
-usage: crash_reproducer_test.py MOE_CRASH_REPRODUCER MOE_ORACLE
+usage: crash_reproducer_test.py MOE_ORACLE_BROKEN MOE_ORACLE
 """
 
 import glob
@@ -25,8 +26,8 @@ def main(tool, moe_oracle):
             with open(data, "wb") as f:
                 f.write(rng.randbytes(400))
             out = os.path.join(tmp, f"out-{attempt}")
-            r = subprocess.run([tool, "--out", out, "--impl", "broken-no-renorm", data],
-                               capture_output=True, text=True, timeout=120)
+            r = subprocess.run([tool, "reproduce", "--out", out, "--impl", "broken-no-renorm",
+                                data], capture_output=True, text=True, timeout=120)
             if r.returncode == 0:
                 break
         else:
@@ -43,14 +44,15 @@ def main(tool, moe_oracle):
             print(f"FAIL: moe-oracle replay {files[0]} exited {replay.returncode}: "
                   f"{replay.stderr[-1500:]}")
             return 1
-        other = subprocess.run([tool, "--out", os.path.join(tmp, "none"), "--impl",
+        other = subprocess.run([tool, "reproduce", "--out", os.path.join(tmp, "none"), "--impl",
                                 "broken-no-renorm", "--signature", "moe-oracle: other-E1-k1",
                                 data], capture_output=True, timeout=120)
         if other.returncode != 1 or os.path.exists(os.path.join(tmp, "none")):
             print(f"FAIL: a non-matching --signature must write nothing and exit 1, "
                   f"got {other.returncode}")
             return 1
-        missing = subprocess.run([tool, "--out", tmp, os.path.join(tmp, "missing")],
+        missing = subprocess.run([tool, "reproduce", "--out", tmp,
+                                  os.path.join(tmp, "missing")],
                                  capture_output=True, text=True, timeout=60)
         if missing.returncode != 2 or "cannot read" not in missing.stderr:
             print(f"FAIL: a missing input must exit 2 with a message, got "

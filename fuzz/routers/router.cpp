@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <limits>
 
-#include "moe/fuzz/broken_routers.hpp"
 #include "moe/fuzz/isolated_router.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
@@ -169,21 +168,11 @@ class Spec32Router final : public Router {
   }
 };
 
-class BrokenRouter final : public Router {
- public:
-  explicit BrokenRouter(const BugInfo& info)
-      : Router(fmt::format("broken-{}", info.name), parseContract(brokenContractJSON(info.bug))),
-        bug_(info.bug) {}
-
- protected:
-  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
-           float* gates, int32_t) const override {
-    return routeWithBug(bug_, tokens, experts, k, logits, ids, gates);
-  }
-
- private:
-  Bug bug_;
-};
+// Openers of test-only router names (registerRouterOpener), asked in order.
+std::vector<RouterOpener>& extraOpeners() {
+  static std::vector<RouterOpener> openers;
+  return openers;
+}
 
 }  // namespace
 
@@ -220,14 +209,18 @@ std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOpti
       throw RouterLoadError(fmt::format("built-in router {}: {}", s, e.what()));
     }
   }
-  if (s.rfind("broken-", 0) == 0) {
-    if (const BugInfo* bug = findBug(s.substr(7))) return std::make_unique<BrokenRouter>(*bug);
+  for (RouterOpener opener : extraOpeners()) {
+    if (auto router = opener(s)) return router;
   }
   std::string known = "spec32";
   for (const auto& n : builtinRouterNames()) known += ", " + n;
   throw RouterLoadError(fmt::format(
       "unknown router \"{}\" (built-in: {}; or a path to a shared library exporting moe_route_v1)",
       s, known));
+}
+
+void registerRouterOpener(RouterOpener opener) {
+  extraOpeners().push_back(opener);
 }
 
 std::vector<std::string> builtinRouterNames() {

@@ -1,18 +1,20 @@
-// moe-crash-reproducer: turns a libFuzzer input of a routing target (fuzz_route,
-// fuzz_gates) into golden-vector reproducers, through the code moe-oracle itself uses:
-// the case decoder (decodeCase), the verdict (judgeCase) and the reproducer writer
-// (reproducerFile). The campaign runner calls it on each minimised crash, so a crash
-// found by libFuzzer replays with `moe-oracle replay FILE.json` like any other violation.
+// `moe-oracle reproduce` (was moe-crash-reproducer): turns a libFuzzer input of a routing
+// target (fuzz_route, fuzz_gates) into golden-vector reproducers, through the code
+// moe-oracle itself uses: the case decoder (decodeCase), the verdict (judgeCase) and the
+// reproducer writer (reproducerFile). The campaign runner calls it on each minimised crash,
+// so a crash found by libFuzzer replays with `moe-oracle replay FILE.json` like any other
+// violation.
 //
-// usage: moe-crash-reproducer --out DIR [--impl NAME|PATH.so]... [--signature LINE] INPUT
+// usage: moe-oracle reproduce --out DIR [--impl NAME|PATH.so]... [--signature LINE] INPUT
 // Each router (default: every built-in router this CPU has) is judged on the decoded case;
 // for each violation a reproducer is written to DIR and "reproducer: PATH" plus the
 // signature line are printed. With --signature only the violation with that signature is
 // kept. Exit 0: at least one reproducer written; 1: no router violates on this input;
 // 2: bad usage, unreadable input, or a router that cannot be loaded.
+#include "reproduce.hpp"
+
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -22,7 +24,6 @@
 #include <nlohmann/json.hpp>
 
 #include "moe/fuzz/case.hpp"
-#include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -53,7 +54,7 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
   if (result.abstained || !result.violation) return std::nullopt;
   std::string signature = signatureLine(router.name(), result.violation->kind);
   if (!wantSignature.empty() && signature != wantSignature) return std::nullopt;
-  nlohmann::json provenance = {{"tool", "moe-crash-reproducer"},
+  nlohmann::json provenance = {{"tool", "moe-oracle reproduce"},
                                {"input", std::filesystem::path(input).filename().string()},
                                {"impl", router.name()}};
   std::filesystem::create_directories(outDir);
@@ -68,31 +69,32 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
 
 }  // namespace
 
-namespace {
+namespace moe::fuzz {
 
-int runMain(int argc, char** argv) {
-  CLI::App app{"moe-crash-reproducer: a libFuzzer routing input -> golden-vector reproducers"};
-  std::string outDir, input, signature;
-  std::vector<std::string> impls;
+CLI::App* addReproduce(CLI::App& app, ReproduceFlags& f) {
+  auto* cmd =
+      app.add_subcommand("reproduce",
+                         "a libFuzzer routing input -> golden-vector reproducers (exit 0: written, "
+                         "1: no router violates, 2: usage or unreadable input)");
   // The targets cap E by MOE_FUZZ_MAX_EXPERTS (throughput runs); decoding must match.
-  int32_t maxExperts = kMaxExperts;
+  f.maxExperts = kMaxExperts;
   if (const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS"); v && std::atoi(v) > 0) {
-    maxExperts = std::atoi(v);
+    f.maxExperts = std::atoi(v);
   }
-  app.add_option("--out", outDir, "folder for the reproducers")->required();
-  app.add_option("--max-experts", maxExperts,
-                 "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")
+  cmd->add_option("--out", f.outDir, "folder for the reproducers")->required();
+  cmd->add_option("--max-experts", f.maxExperts,
+                  "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")
       ->check(CLI::Range(1, kMaxExperts));
-  app.add_option("--impl", impls, "router name or .so (default: every available built-in)");
-  app.add_option("--signature", signature, "keep only the violation with this signature line");
-  app.add_option("input", input, "the libFuzzer input file")->required();
+  cmd->add_option("--impl", f.impls, "router name or .so (default: every available built-in)");
+  cmd->add_option("--signature", f.signature, "keep only the violation with this signature line");
+  cmd->add_option("input", f.input, "the libFuzzer input file")->required();
+  return cmd;
+}
+
+int runReproduce(const ReproduceFlags& f) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  try {
-    Case c = decodeCase(readBytes(input), maxExperts);
+    Case c = decodeCase(readBytes(f.input), f.maxExperts);
+    std::vector<std::string> impls = f.impls;
     if (impls.empty()) {
       for (const auto& name : builtinRouterNames()) {
         if (builtinRouterAvailable(name)) impls.push_back(name);
@@ -101,20 +103,16 @@ int runMain(int argc, char** argv) {
     int written = 0;
     for (const auto& impl : impls) {
       auto router = openRouter(impl);
-      if (reproduceOn(*router, c, input, outDir, signature)) ++written;
+      if (reproduceOn(*router, c, f.input, f.outDir, f.signature)) ++written;
     }
     if (written == 0) {
-      std::fprintf(stderr, "moe-crash-reproducer: no router violates on %s\n", input.c_str());
+      std::fprintf(stderr, "moe-oracle reproduce: no router violates on %s\n", f.input.c_str());
     }
     return written > 0 ? 0 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "moe-crash-reproducer: %s\n", e.what());
+    std::fprintf(stderr, "moe-oracle reproduce: %s\n", e.what());
     return 2;
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  return moe::fuzz::guardedMain("moe-crash-reproducer", runMain, argc, argv);
-}
+}  // namespace moe::fuzz

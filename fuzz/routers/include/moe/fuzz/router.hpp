@@ -1,7 +1,8 @@
 // Every implementation behind ONE interface (style.md, cryptofuzz's module): built-in
 // routers by name (moe::findRouter), a user's shared library (dlopen of moe_route_v1 and,
-// optionally, moe_route_v1_contract), the binary32 spec itself, and the test-only broken
-// routers. A router that cannot run a case abstains instead of failing.
+// optionally, moe_route_v1_contract), the binary32 spec itself, and routers that a test
+// build registers (the broken routers of tests/fuzz/broken/). A router that cannot run a
+// case abstains instead of failing.
 #pragma once
 
 #include <csignal>
@@ -86,10 +87,17 @@ struct RouterOptions {
   const volatile std::sig_atomic_t* stop = nullptr;
 };
 
-// NAME (built-in router, "spec32", "broken-<bug>") or a path to a shared library (contains
-// '/' or ends in ".so", relative to the current directory). Throws RouterLoadError with the
-// reason.
+// NAME (built-in router, "spec32", a registered test-only name) or a path to a shared
+// library (contains '/' or ends in ".so", relative to the current directory). Throws
+// RouterLoadError with the reason.
 std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options = {});
+
+// Test-only routers: openRouter asks each registered opener, in order, about a name that is
+// neither a path, "spec32" nor a built-in router; an opener returns nullptr for a name that
+// is not its own. The shipped command registers none; tests/fuzz/broken/ registers
+// "broken-<bug>" (registerBrokenRouters).
+using RouterOpener = std::unique_ptr<Router> (*)(std::string_view name);
+void registerRouterOpener(RouterOpener opener);
 
 // Names of the built-in routers this build has (available or not on this CPU).
 std::vector<std::string> builtinRouterNames();

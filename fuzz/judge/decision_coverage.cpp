@@ -1,4 +1,4 @@
-#include "decision_coverage.hpp"
+#include "moe/fuzz/decision_coverage.hpp"
 
 #include <array>
 #include <cstdio>

@@ -1,6 +1,7 @@
 // Deliberately broken routers, each a bug class seen in production kernels (issue 4's
-// acceptance list). Test-only: the same code is built in-process ("broken-<bug>") and as
-// shared libraries libmoe_broken_<bug>.so that `moe-oracle fuzz --impl` must catch.
+// acceptance list). Test-only (tests/fuzz/broken/, never in the shipped command): the same
+// code is built in process (registerBrokenRouters: openRouter("broken-<bug>")) and as shared
+// libraries libmoe_broken_<bug>.so that `moe-oracle fuzz --impl` must catch.
 #pragma once
 
 #include <cstdint>
@@ -38,5 +39,8 @@ int routeWithBug(Bug bug, int32_t tokens, int32_t experts, int32_t k, const floa
 // The contract every broken router claims (a correct router's claim): probabilities,
 // rank order, batch invariant, exp within 1 ulp; kMaskZero claims selection on logits.
 std::string_view brokenContractJSON(Bug bug);
+
+// Makes openRouter know "broken-<bug>" (moe_fuzz_broken; idempotent).
+void registerBrokenRouters();
 
 }  // namespace moe::fuzz
