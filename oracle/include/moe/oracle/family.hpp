@@ -19,8 +19,10 @@
 // O(E log E) and reject NaN keys with a SpecError, because a sort by a comparator that is
 // not a strict weak order is undefined behaviour. The composite definitions (groupScores,
 // keptGroups, routeGates...) take the fast path when no key is NaN and the literal one
-// otherwise, so they are total and fast. Parameters outside paramsValid, and a bias whose
-// length is not E, are rejected with a SpecError saying which rule fails.
+// otherwise, so they are total and fast. Like Lean, every definition is total in the
+// parameters too: outside paramsValid it still gives Lean's value (G = 0 puts every expert
+// in group 0, a short bias reads zeros past its end); paramsInvalidReason says which rule
+// fails, for callers (the C ABI, the certified enclosures) that refuse such parameters.
 #include <algorithm>
 #include <cstddef>
 #include <span>
@@ -129,29 +131,57 @@ std::vector<A> scoresSpec(ScoreFn score, std::span<const A> logits) {
 }
 
 // Lean: Spec.MoE.biasedKeys — serves routeKept_bias_shift (a constant bias shift keeps all)
-// c_e = s_e + b_e; with no bias c = s exactly (no addition, so -0 stays -0).
+// c_e = s_e + b_e (zero past the bias's end, as Lean reads it); with no bias c = s exactly
+// (no addition, so no 0 + -0 turns a -0 into +0).
 template <class A>
-std::vector<A> biasedKeys(std::span<const A> s, std::span<const A> bias) {
+std::vector<A> biasedKeys(std::span<const A> bias, std::span<const A> s) {
   std::vector<A> c(s.begin(), s.end());
   if (bias.empty()) return c;
-  requireSameSize("biasedKeys: scores vs bias", s.size(), bias.size());
-  for (std::size_t e = 0; e < c.size(); ++e) c[e] = Context<A>::add(s[e], bias[e]);
+  for (std::size_t e = 0; e < c.size(); ++e) {
+    c[e] = Context<A>::add(s[e], e < bias.size() ? bias[e] : Context<A>::zero());
+  }
   return c;
+}
+
+// Lean: Spec.MoE.groupMembers — serves groupScores (group g is [g*E/G, (g+1)*E/G))
+// Total as Lean's Nat division: G = 0 gives E/G = 0, every group empty.
+inline std::vector<std::size_t> groupMembers(std::size_t E, std::size_t G, std::size_t g) {
+  const std::size_t size = G == 0 ? 0 : E / G;
+  std::vector<std::size_t> out(size);
+  for (std::size_t j = 0; j < size; ++j) out[j] = g * size + j;
+  return out;
+}
+
+// Lean: Spec.MoE.groupOf — serves eligible (the group of e: e / (E/G), 0 when E/G = 0)
+inline std::size_t groupOf(std::size_t E, std::size_t G, std::size_t e) {
+  const std::size_t size = G == 0 ? 0 : E / G;
+  return size == 0 ? 0 : e / size;
+}
+
+// Lean: Spec.MoE.groupKeys — the keys of group g in index order (zero past c's end).
+template <class A>
+std::vector<A> groupKeys(std::span<const A> c, std::size_t G, std::size_t g) {
+  std::vector<A> keys;
+  for (std::size_t e : groupMembers(c.size(), G, g)) {
+    keys.push_back(e < c.size() ? c[e] : Context<A>::zero());
+  }
+  return keys;
 }
 
 // Lean: Spec.MoE.groupMax — serves keptGroups (DeepSeek-V2's group score)
 // Left fold of max over the group's keys seeded with its first key (softmax's fold);
-// an empty group (E = 0 only) scores zero.
+// an empty group (an invalid G only) scores zero.
 template <class A>
-A groupMax(std::span<const A> keys) {
+A groupMax(std::span<const A> c, std::size_t G, std::size_t g) {
+  const std::vector<A> keys = groupKeys(c, G, g);
   if (keys.empty()) return Context<A>::zero();
   A m = keys[0];
   for (const A& x : keys) m = Context<A>::max(m, x);
   return m;
 }
 
-// The keys of kept k s best first, total: the O(n + k log k) selection when no key is NaN,
-// Lean's literal keptExperts otherwise (the gatesKeptMask pattern of softmax.hpp).
+// The kept experts of s best first, total: the O(n + k log k) selection when no score is
+// NaN, Lean's literal keptExperts otherwise (the gatesKeptMask pattern of softmax.hpp).
 template <class A>
 std::vector<std::size_t> keptExpertsTotal(std::size_t k, std::span<const A> s) {
   for (const A& v : s) {
@@ -162,54 +192,82 @@ std::vector<std::size_t> keptExpertsTotal(std::size_t k, std::span<const A> s) {
 
 // Lean: Spec.MoE.groupTop2Sum — serves keptGroups (DeepSeek-V3's group score)
 // The group's best and second keys by `beats` within the group (ties to the lower index),
-// summed best first with sumSpec: (0 + c_best) + c_second; a group of one gives 0 + c.
+// summed best first as sumSpec does: (0 + c_best) + c_second. A group of one gives its one
+// key as it is; an empty group zero.
 template <class A>
-A groupTop2Sum(std::span<const A> keys) {
-  std::vector<A> best;
-  for (std::size_t i : keptExpertsTotal(2, keys)) best.push_back(keys[i]);
-  return sumSpec(std::span<const A>(best));
+A groupTop2Sum(std::span<const A> c, std::size_t G, std::size_t g) {
+  using C = Context<A>;
+  const std::vector<A> keys = groupKeys(c, G, g);
+  const std::vector<std::size_t> best = keptExpertsTotal(2, std::span<const A>(keys));
+  if (best.size() == 2) return C::add(C::add(C::zero(), keys[best[0]]), keys[best[1]]);
+  if (best.size() == 1) return keys[best[0]];
+  return C::zero();
 }
 
 // Lean: Spec.MoE.groupScores — serves keptGroups, kept_in_kept_groups
-// One score per group g, over the keys of experts [g*E/G, (g+1)*E/G).
+// The score of every group 0 .. G-1.
 template <class A>
-std::vector<A> groupScores(const RouteParams<A>& p, std::span<const A> c) {
-  requireParamsValid("groupScores", c.size(), p);
-  const std::size_t size = c.size() / p.groups;
+std::vector<A> groupScores(GroupScore gs, std::size_t G, std::span<const A> c) {
   std::vector<A> out;
-  out.reserve(p.groups);
-  for (std::size_t g = 0; g < p.groups; ++g) {
-    const std::span<const A> keys = c.subspan(g * size, size);
-    out.push_back(p.groupScore == GroupScore::max ? groupMax(keys) : groupTop2Sum(keys));
+  out.reserve(G);
+  for (std::size_t g = 0; g < G; ++g) {
+    out.push_back(gs == GroupScore::max ? groupMax(c, G, g) : groupTop2Sum(c, G, g));
   }
   return out;
 }
 
 // Lean: Spec.MoE.keptGroups — serves kept_in_kept_groups
-// mask[g] = kept topkGroups (groupScores p c) g: the best group scores by `beats`, ties to
-// the lower group index. With G = 1 the one group is kept whatever groupScore says.
+// The kept groups best first: keptExperts topkGroups over the group scores (ties to the
+// lower group index). With one group, that group.
 template <class A>
-std::vector<bool> keptGroups(const RouteParams<A>& p, std::span<const A> c) {
-  requireParamsValid("keptGroups", c.size(), p);
-  std::vector<bool> mask(p.groups, false);
-  if (p.groups == 1) {
-    mask[0] = true;
-    return mask;
+std::vector<std::size_t> keptGroups(const RouteParams<A>& p, std::span<const A> c) {
+  const std::vector<A> gsc = groupScores(p.groupScore, p.groups, c);
+  return keptExpertsTotal(p.topkGroups, std::span<const A>(gsc));
+}
+
+// Lean: Spec.MoE.kept on a score list read as Lean reads it: an index past the end scores
+// zero (only an invalid G puts an expert in a group past G - 1). Literal, total.
+template <class A>
+bool keptAt(std::size_t k, std::span<const A> s, std::size_t i) {
+  using C = Context<A>;
+  const A si = i < s.size() ? s[i] : C::zero();
+  std::size_t count = 0;
+  for (std::size_t j = 0; j < s.size(); ++j) {
+    count += C::gtBool(s[j], si) || (j < i && !C::gtBool(si, s[j])) ? 1 : 0;
   }
-  const std::vector<A> gs = groupScores(p, c);
-  for (std::size_t g : keptExpertsTotal(p.topkGroups, std::span<const A>(gs))) mask[g] = true;
+  return count < k;
+}
+
+// Lean: Spec.MoE.eligibleIn (all experts at once) — mask[e] == eligible p c e, the group
+// scores computed once; fast (O(G log G)) when they are numbers, Lean's literal kept else.
+template <class A>
+std::vector<bool> eligibleMask(const RouteParams<A>& p, std::span<const A> c) {
+  const std::size_t E = c.size();
+  std::vector<bool> mask(E, true);
+  if (p.groups <= 1) return mask;
+  const std::vector<A> gsc = groupScores(p.groupScore, p.groups, c);
+  const std::span<const A> gs(gsc);
+  bool anyNaN = false;
+  for (const A& v : gsc) anyNaN = anyNaN || Context<A>::isNaN(v);
+  std::vector<bool> groupKept(p.groups, false);
+  if (!anyNaN) {
+    for (std::size_t g : keptExperts(p.topkGroups, gs)) groupKept[g] = true;
+  }
+  for (std::size_t e = 0; e < E; ++e) {
+    const std::size_t g = groupOf(E, p.groups, e);
+    mask[e] = !anyNaN && g < p.groups ? groupKept[g] : keptAt(p.topkGroups, gs, g);
+  }
   return mask;
 }
 
 // Lean: Spec.MoE.eligible — serves kept_in_kept_groups, card_routeKept
-// mask[e] = the group of e is kept; every expert when G = 1.
+// e's group is kept (kept topkGroups (groupScores ..) (groupOf e)); with G <= 1 every expert.
 template <class A>
-std::vector<bool> eligible(const RouteParams<A>& p, std::span<const A> c) {
-  const std::vector<bool> groupKept = keptGroups(p, c);
-  const std::size_t size = c.size() / p.groups;
-  std::vector<bool> mask(c.size());
-  for (std::size_t e = 0; e < c.size(); ++e) mask[e] = groupKept[e / size];
-  return mask;
+bool eligible(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
+  requireIndex("eligible", e, c.size());
+  if (p.groups <= 1) return true;
+  const std::vector<A> gsc = groupScores(p.groupScore, p.groups, c);
+  return keptAt(p.topkGroups, std::span<const A>(gsc), groupOf(c.size(), p.groups, e));
 }
 
 // Lean: Spec.MoE.routeRank — serves card_routeKept, routeKept_bias_shift
@@ -218,7 +276,7 @@ std::vector<bool> eligible(const RouteParams<A>& p, std::span<const A> c) {
 template <class A>
 std::size_t routeRank(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
   requireIndex("routeRank", e, c.size());
-  const std::vector<bool> elig = eligible(p, c);
+  const std::vector<bool> elig = eligibleMask(p, c);
   std::size_t count = 0;
   for (std::size_t j = 0; j < c.size(); ++j) count += elig[j] && beats(c, j, e) ? 1 : 0;
   return count;
@@ -228,15 +286,14 @@ std::size_t routeRank(const RouteParams<A>& p, std::span<const A> c, std::size_t
 // eligible e && routeRank e < k. Literal and total.
 template <class A>
 bool routeKept(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
-  requireIndex("routeKept", e, c.size());
-  return eligible(p, c)[e] && routeRank(p, c, e) < p.k;
+  return eligible(p, c, e) && routeRank(p, c, e) < p.k;
 }
 
 // Lean: Spec.MoE.routeKept (all experts at once, literal) — mask[e] == routeKept p c e;
 // O(E^2), total on any keys including NaN.
 template <class A>
 std::vector<bool> routeKeptMaskLiteral(const RouteParams<A>& p, std::span<const A> c) {
-  const std::vector<bool> elig = eligible(p, c);
+  const std::vector<bool> elig = eligibleMask(p, c);
   std::vector<bool> mask(c.size(), false);
   for (std::size_t e = 0; e < c.size(); ++e) {
     if (!elig[e]) continue;
@@ -252,7 +309,7 @@ std::vector<bool> routeKeptMaskLiteral(const RouteParams<A>& p, std::span<const 
 // eligible expert whose routeRank is r; positions no expert holds are skipped (NaN only).
 template <class A>
 std::vector<std::size_t> routeKeptExpertsLiteral(const RouteParams<A>& p, std::span<const A> c) {
-  const std::vector<bool> elig = eligible(p, c);
+  const std::vector<bool> elig = eligibleMask(p, c);
   std::vector<std::size_t> r(c.size());
   std::size_t count = 0;
   for (std::size_t e = 0; e < c.size(); ++e) {
@@ -277,7 +334,7 @@ std::vector<std::size_t> routeKeptExpertsLiteral(const RouteParams<A>& p, std::s
 template <class A>
 std::vector<std::size_t> routeKeptExperts(const RouteParams<A>& p, std::span<const A> c) {
   requireNoNaN(c);
-  const std::vector<bool> elig = eligible(p, c);
+  const std::vector<bool> elig = eligibleMask(p, c);
   // The eligible keys keep their relative index order, so `beats` on the sub-vector breaks
   // ties exactly as `beats` on c does.
   std::vector<std::size_t> idx;
@@ -306,7 +363,7 @@ std::vector<bool> routeKeptMask(const RouteParams<A>& p, std::span<const A> c) {
 template <class A>
 std::vector<std::size_t> routeRanks(const RouteParams<A>& p, std::span<const A> c) {
   requireNoNaN(c);
-  const std::vector<bool> elig = eligible(p, c);
+  const std::vector<bool> elig = eligibleMask(p, c);
   std::vector<std::size_t> order;
   for (std::size_t e = 0; e < c.size(); ++e) {
     if (elig[e]) order.push_back(e);
@@ -360,9 +417,8 @@ std::vector<A> routeGatesFromScores(const RouteParams<A>& p, std::span<const A> 
 // Lean: Spec.MoE.routeGatesWith — serves the Lean replay (gates with Lean's exps)
 template <class A, class ExpFn>
 std::vector<A> routeGatesWith(const RouteParams<A>& p, std::span<const A> logits, ExpFn&& expFn) {
-  requireParamsValid("routeGates", logits.size(), p);
   const std::vector<A> s = scoresSpecWith(p.score, logits, expFn);
-  const std::vector<A> c = biasedKeys(std::span<const A>(s), p.bias);
+  const std::vector<A> c = biasedKeys(p.bias, std::span<const A>(s));
   return routeGatesFromScores(p, std::span<const A>(s), std::span<const A>(c));
 }
 

@@ -2,6 +2,7 @@
 // Everything the oracle offers, for users who want one include.
 #include "moe/oracle/args.hpp"
 #include "moe/oracle/capacity.hpp"
+#include "moe/oracle/certified/family.hpp"
 #include "moe/oracle/certified/forward.hpp"
 #include "moe/oracle/certified/gates.hpp"
 #include "moe/oracle/certified/interval.hpp"

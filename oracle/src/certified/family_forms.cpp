@@ -1,0 +1,216 @@
+#include "family_forms.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "moe/oracle/error.hpp"
+
+namespace moe::oracle::certified::detail {
+
+namespace {
+float normalisedZero(float v) {
+  return v == 0.0f ? 0.0f : v;
+}  // -0 and +0 are one real
+
+mpq_class exactRational(float v) {
+  mpq_class r(static_cast<double>(v));  // every finite binary32 number is a dyadic rational
+  r.canonicalize();
+  return r;
+}
+
+// The difference of two forms: q and coefficients of a - b, zero coefficients dropped.
+Form difference(const Form& a, const Form& b) {
+  Form d = a;
+  d.q -= b.q;
+  for (const auto& [atom, c] : b.coef) {
+    mpq_class& slot = d.coef[atom];
+    slot -= c;
+    if (slot == 0) d.coef.erase(atom);
+  }
+  return d;
+}
+}  // namespace
+
+Form& Form::operator+=(const Form& other) {
+  q += other.q;
+  for (const auto& [atom, c] : other.coef) {
+    mpq_class& slot = coef[atom];
+    slot += c;
+    if (slot == 0) coef.erase(atom);
+  }
+  return *this;
+}
+
+RowAtoms::RowAtoms(ScoreFn score, std::span<const float> logits) : score_(score) {
+  std::map<float, std::size_t> counts;
+  for (float l : logits) {
+    if (std::isnan(l)) throw SpecError("internal: NaN logit reached the exact forms");
+    if (!std::isfinite(l)) continue;
+    if (score == ScoreFn::sigmoid) {
+      if (l != 0.0f) ++counts[std::fabs(l)];
+    } else {
+      ++counts[normalisedZero(l)];
+    }
+  }
+  for (const auto& [v, n] : counts) {
+    values_.push_back(v);
+    mult_.emplace_back(static_cast<unsigned long>(n));
+  }
+  iv_.resize(values_.size());
+}
+
+std::size_t RowAtoms::at(float v) const {
+  const auto it = std::lower_bound(values_.begin(), values_.end(), v);
+  if (it == values_.end() || *it != v) throw SpecError("internal: unknown atom in a form");
+  return static_cast<std::size_t>(it - values_.begin());
+}
+
+Form RowAtoms::scoreForm(float l) const {
+  Form f;
+  if (score_ == ScoreFn::sigmoid) {
+    if (l == -INFINITY) {
+      f.q = 0;
+    } else if (l == INFINITY) {
+      f.q = 1;
+    } else if (l == 0.0f) {
+      f.q = mpq_class(1, 2);
+    } else if (l > 0.0f) {
+      f.coef[l] = 1;
+    } else {
+      f.q = 1;  // sigmoid(l) = 1 - sigmoid(-l)
+      f.coef[-l] = -1;
+    }
+  } else if (std::isfinite(l)) {
+    f.coef[normalisedZero(l)] = 1;  // -inf: probability exactly 0
+  }
+  return f;
+}
+
+Form RowAtoms::keyForm(float l, const float* bias) const {
+  Form f = scoreForm(l);
+  if (bias != nullptr) f.q += exactRational(*bias);
+  return f;
+}
+
+std::optional<mpq_class> RowAtoms::rational(const Form& f) const {
+  if (f.coef.empty()) return f.q;
+  if (score_ == ScoreFn::sigmoid || f.coef.size() != values_.size()) return std::nullopt;
+  // softmax: coef_l = t * n_l for every atom gives q + t (sum_l n_l p_l = 1).
+  std::optional<mpq_class> t;
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    const auto it = f.coef.find(values_[i]);
+    if (it == f.coef.end()) return std::nullopt;
+    const mpq_class ti = it->second / mult_[i];
+    if (t && *t != ti) return std::nullopt;
+    t = ti;
+  }
+  return f.q + *t;
+}
+
+bool RowAtoms::equal(const Form& a, const Form& b) const {
+  const Form d = difference(a, b);
+  if (d.coef.empty()) return d.q == 0;
+  if (score_ == ScoreFn::sigmoid) return false;
+  // softmax: d = 0 <=> d.q * n_l + d.coef_l = 0 for every atom l.
+  if (d.coef.size() != values_.size()) return false;
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    const auto it = d.coef.find(values_[i]);
+    if (it == d.coef.end() || d.q * mult_[i] + it->second != 0) return false;
+  }
+  return true;
+}
+
+void RowAtoms::encloseAt(mpfr_prec_t precision) {
+  if (precision == precision_) return;
+  precision_ = precision;
+  for (auto& v : iv_) {
+    mpfr_set_prec(v.lower.get(), precision);
+    mpfr_set_prec(v.upper.get(), precision);
+  }
+  const std::size_t n = values_.size();
+  if (n == 0) return;
+  BigFloat arg(320), eLo(precision), eHi(precision), den(precision);
+  if (score_ == ScoreFn::sigmoid) {
+    for (std::size_t i = 0; i < n; ++i) {
+      // sigmoid(c) = 1 / (1 + exp(-c)): decreasing in exp(-c), so each bound of the
+      // sigmoid comes from the opposite bound of the exponential.
+      mpfr_set_flt(arg.get(), -values_[i], MPFR_RNDN);  // exact
+      mpfr_exp(eLo.get(), arg.get(), MPFR_RNDD);
+      mpfr_exp(eHi.get(), arg.get(), MPFR_RNDU);
+      mpfr_add_ui(den.get(), eHi.get(), 1, MPFR_RNDU);
+      mpfr_ui_div(iv_[i].lower.get(), 1, den.get(), MPFR_RNDD);
+      mpfr_add_ui(den.get(), eLo.get(), 1, MPFR_RNDD);
+      mpfr_ui_div(iv_[i].upper.get(), 1, den.get(), MPFR_RNDU);
+    }
+    return;
+  }
+  // softmax: p_l = e_l / (n_l e_l + other_l), e_l = exp(l - m) <= 1 with m the largest
+  // logit; increasing in e_l and decreasing in other_l, so bounds from opposite bounds.
+  const float m = values_.back();
+  std::vector<BigFloat> lo(n, BigFloat(precision)), hi(n, BigFloat(precision));
+  std::vector<BigFloat> wLo(n, BigFloat(precision)), wHi(n, BigFloat(precision));
+  for (std::size_t i = 0; i < n; ++i) {
+    mpfr_set_flt(arg.get(), values_[i], MPFR_RNDN);
+    mpfr_sub_d(arg.get(), arg.get(), static_cast<double>(m), MPFR_RNDN);  // exact at 320 bits
+    mpfr_exp(lo[i].get(), arg.get(), MPFR_RNDD);
+    mpfr_exp(hi[i].get(), arg.get(), MPFR_RNDU);
+    const unsigned long count = mult_[i].get_num().get_ui();
+    mpfr_mul_ui(wLo[i].get(), lo[i].get(), count, MPFR_RNDD);
+    mpfr_mul_ui(wHi[i].get(), hi[i].get(), count, MPFR_RNDU);
+  }
+  // prefix/suffix sums of the weighted terms, rounded outwards.
+  std::vector<BigFloat> preLo(n + 1, BigFloat(precision)), preHi(n + 1, BigFloat(precision));
+  std::vector<BigFloat> sufLo(n + 1, BigFloat(precision)), sufHi(n + 1, BigFloat(precision));
+  mpfr_set_zero(preLo[0].get(), 1);
+  mpfr_set_zero(preHi[0].get(), 1);
+  mpfr_set_zero(sufLo[n].get(), 1);
+  mpfr_set_zero(sufHi[n].get(), 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    mpfr_add(preLo[i + 1].get(), preLo[i].get(), wLo[i].get(), MPFR_RNDD);
+    mpfr_add(preHi[i + 1].get(), preHi[i].get(), wHi[i].get(), MPFR_RNDU);
+  }
+  for (std::size_t i = n; i-- > 0;) {
+    mpfr_add(sufLo[i].get(), sufLo[i + 1].get(), wLo[i].get(), MPFR_RNDD);
+    mpfr_add(sufHi[i].get(), sufHi[i + 1].get(), wHi[i].get(), MPFR_RNDU);
+  }
+  BigFloat term(precision);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned long count = mult_[i].get_num().get_ui();
+    // lower: eLo / (n eLo + otherHi), the denominator rounded up
+    mpfr_add(den.get(), preHi[i].get(), sufHi[i + 1].get(), MPFR_RNDU);
+    mpfr_mul_ui(term.get(), lo[i].get(), count, MPFR_RNDU);
+    mpfr_add(den.get(), den.get(), term.get(), MPFR_RNDU);
+    mpfr_div(iv_[i].lower.get(), lo[i].get(), den.get(), MPFR_RNDD);
+    // upper: eHi / (n eHi + otherLo), the denominator rounded down
+    mpfr_add(den.get(), preLo[i].get(), sufLo[i + 1].get(), MPFR_RNDD);
+    mpfr_mul_ui(term.get(), hi[i].get(), count, MPFR_RNDD);
+    mpfr_add(den.get(), den.get(), term.get(), MPFR_RNDD);
+    mpfr_div(iv_[i].upper.get(), hi[i].get(), den.get(), MPFR_RNDU);
+  }
+}
+
+void RowAtoms::interval(const Form& f, Interval& out) const {
+  mpfr_set_prec(out.lower.get(), precision_);
+  mpfr_set_prec(out.upper.get(), precision_);
+  if (const auto r = rational(f)) {
+    mpfr_set_q(out.lower.get(), r->get_mpq_t(), MPFR_RNDD);
+    mpfr_set_q(out.upper.get(), r->get_mpq_t(), MPFR_RNDU);
+    return;
+  }
+  mpfr_set_zero(out.lower.get(), 1);
+  mpfr_set_zero(out.upper.get(), 1);
+  BigFloat tLo(precision_), tHi(precision_);
+  for (const auto& [atom, c] : f.coef) {
+    const Interval& a = iv_[at(atom)];
+    // c * [lo, hi]: a negative coefficient swaps which bound gives which.
+    const bool positive = c > 0;
+    mpfr_mul_q(tLo.get(), (positive ? a.lower : a.upper).get(), c.get_mpq_t(), MPFR_RNDD);
+    mpfr_mul_q(tHi.get(), (positive ? a.upper : a.lower).get(), c.get_mpq_t(), MPFR_RNDU);
+    mpfr_add(out.lower.get(), out.lower.get(), tLo.get(), MPFR_RNDD);
+    mpfr_add(out.upper.get(), out.upper.get(), tHi.get(), MPFR_RNDU);
+  }
+  mpfr_add_q(out.lower.get(), out.lower.get(), f.q.get_mpq_t(), MPFR_RNDD);
+  mpfr_add_q(out.upper.get(), out.upper.get(), f.q.get_mpq_t(), MPFR_RNDU);
+}
+
+}  // namespace moe::oracle::certified::detail
