@@ -201,7 +201,9 @@ StrictWeakReport findStrictWeakWitness(std::span<const A> s) {
 }
 }  // namespace detail
 
-// Lean: NN.Proofs.Models.MoE.StrictWeak — serves strictWeak_real and every routing theorem
+// Lean: StrictWeak, the premise of the seeds' routing theorems about Spec.MoE.beats (the
+// #guards of Spec.MoE.Checks in lean-traces/Spec.lean check them) — serves strictWeak_real
+// and every routing theorem
 // O(E^2): sort by a stable merge sort on `>`, then check that the sorted indices form
 // blocks of mutually incomparable scores with every earlier block strictly above every
 // later one. That is exactly a strict weak order; otherwise find a failing axiom.
