@@ -347,6 +347,18 @@ TEST(FamilyEnclosure, SigmoidAndSoftmaxKeepTheSameExperts) {
     ASSERT_TRUE(soft.decided && sig.decided);
     ASSERT_EQ(soft.keptExperts, sig.keptExperts) << oracle::testing::describe(l);
     ASSERT_EQ(sig.keptExperts, keptExperts(p.k, std::span<const float>(l)));
+    // The same through the general path (enclosures, group selection): two groups, both
+    // kept, so every expert is eligible and the kept set must not change.
+    if (l.size() % 2 != 0) continue;
+    p.groups = 2;
+    p.topkGroups = 2;
+    for (ScoreFn f : {ScoreFn::softmax, ScoreFn::sigmoid}) {
+      p.score = f;
+      const auto viaGroups = routeDecisionEnclosure(p, l);
+      ASSERT_TRUE(viaGroups.decided) << viaGroups.tooClose;
+      ASSERT_GT(viaGroups.precision, 0);
+      ASSERT_EQ(viaGroups.keptExperts, soft.keptExperts) << oracle::testing::describe(l);
+    }
   }
 }
 

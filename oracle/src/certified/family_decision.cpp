@@ -11,6 +11,7 @@
 #include "family_forms.hpp"
 #include "moe/oracle/certified/family.hpp"
 #include "moe/oracle/error.hpp"
+#include "moe/oracle/routing.hpp"
 #include "ziv.hpp"
 
 namespace moe::oracle::certified {
@@ -32,6 +33,8 @@ Order byIntervals(const Interval& a, const Interval& b) {
 struct Quantity {
   Interval iv;
   std::optional<Form> form;
+  std::optional<BigFloat> q;          // form->q exactly, when it fits 320 bits (keys: always)
+  std::optional<std::size_t> expert;  // a max group's score: this expert's key
 };
 
 // `beats` over the reals given a comparison: strictly larger, or equal and a lower index.
@@ -90,12 +93,15 @@ struct Level {
       : p(params), logits(l), atoms(params.score, l), keys(l.size()) {
     for (std::size_t e = 0; e < l.size(); ++e) {
       keys[e].form = atoms.keyForm(l[e], p.bias.empty() ? nullptr : &p.bias[e]);
+      BigFloat q(320);
+      if (mpfr_set_q(q.get(), keys[e].form->q.get_mpq_t(), MPFR_RNDN) == 0)
+        keys[e].q = std::move(q);
     }
   }
 
   void at(mpfr_prec_t precision) {
     atoms.encloseAt(precision);
-    for (auto& k : keys) atoms.interval(*k.form, k.iv);
+    for (auto& k : keys) atoms.interval(*k.form, k.iv, k.q ? k.q->get() : nullptr);
   }
 
   Order compareKeys(std::size_t i, std::size_t j) const {
@@ -109,6 +115,9 @@ struct Level {
   }
 
   Order compare(const Quantity& a, const Quantity& b) const {
+    // Two max groups compare as their best keys do (exactly, by the logits, when the two
+    // experts have the same bias: sigmoid(1e38) < sigmoid(2e38) needs no precision).
+    if (a.expert && b.expert) return compareKeys(*a.expert, *b.expert);
     const Order o = byIntervals(a.iv, b.iv);
     if (o != Order::unknown) return o;
     if (a.form && b.form && atoms.equal(*a.form, *b.form)) return Order::equal;
@@ -139,6 +148,7 @@ struct Level {
       for (std::size_t e : *best) f += *keys[e].form;
       atoms.interval(f, out.iv);
       out.form = std::move(f);
+      if (n == 1) out.expert = (*best)[0];
       return out;
     }
     const mpfr_prec_t precision = keys.empty() ? 64 : keys[0].iv.lower.precision();
@@ -197,8 +207,22 @@ RouteDecision routeDecisionEnclosure(const RouteParams<float>& p, std::span<cons
                                      const EnclosureOptions& options) {
   requireRealRouteRow(p, logits);
   const std::size_t E = logits.size();
-  Level level(p, logits);
   RouteDecision d;
+  // One group and one bias for all (or none): the keys are a strictly increasing function
+  // of the logit, so the real order is the logits' order, which float `>` decides exactly.
+  const bool oneBias =
+      std::all_of(p.bias.begin(), p.bias.end(), [&](float b) { return b == p.bias[0]; });
+  if (p.groups == 1 && oneBias) {
+    d.decided = true;
+    d.precision = 0;
+    d.keptGroups.assign(1, true);
+    d.eligible.assign(E, true);
+    d.keptExperts = keptExperts(p.k, logits);
+    d.kept.assign(E, false);
+    for (std::size_t e : d.keptExperts) d.kept[e] = true;
+    return d;
+  }
+  Level level(p, logits);
   for (mpfr_prec_t precision = options.startPrecision; precision <= options.maxPrecision;
        precision *= 2) {
     level.at(precision);

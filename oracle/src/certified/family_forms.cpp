@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "moe/oracle/certified/fast_exp.hpp"
 #include "moe/oracle/error.hpp"
 
 namespace moe::oracle::certified::detail {
@@ -28,6 +29,21 @@ Form difference(const Form& a, const Form& b) {
     if (slot == 0) d.coef.erase(atom);
   }
   return d;
+}
+}  // namespace
+
+namespace {
+// [lo, hi] around exp(l - m) at `precision`: the fixed-point filter where it applies and the
+// precision does not exceed its 2^-98 (as softmax_core.cpp), else mpfr_exp rounded down with
+// the next number up. `scratch` holds l - m exactly (320 bits).
+void expEnclosure(float l, float m, mpfr_prec_t precision, mpfr_ptr scratch, mpfr_ptr lo,
+                  mpfr_ptr hi) {
+  if (precision >= 64 && precision <= 96 && fastExpEnclosure(l, m, lo, hi)) return;
+  mpfr_set_flt(scratch, l, MPFR_RNDN);
+  mpfr_sub_d(scratch, scratch, static_cast<double>(m), MPFR_RNDN);  // exact at 320 bits
+  const int inexact = mpfr_exp(lo, scratch, MPFR_RNDD);
+  mpfr_set(hi, lo, MPFR_RNDN);
+  if (inexact != 0) mpfr_nextabove(hi);
 }
 }  // namespace
 
@@ -134,9 +150,7 @@ void RowAtoms::encloseAt(mpfr_prec_t precision) {
     for (std::size_t i = 0; i < n; ++i) {
       // sigmoid(c) = 1 / (1 + exp(-c)): decreasing in exp(-c), so each bound of the
       // sigmoid comes from the opposite bound of the exponential.
-      mpfr_set_flt(arg.get(), -values_[i], MPFR_RNDN);  // exact
-      mpfr_exp(eLo.get(), arg.get(), MPFR_RNDD);
-      mpfr_exp(eHi.get(), arg.get(), MPFR_RNDU);
+      expEnclosure(-values_[i], 0.0f, precision, arg.get(), eLo.get(), eHi.get());
       mpfr_add_ui(den.get(), eHi.get(), 1, MPFR_RNDU);
       mpfr_ui_div(iv_[i].lower.get(), 1, den.get(), MPFR_RNDD);
       mpfr_add_ui(den.get(), eLo.get(), 1, MPFR_RNDD);
@@ -150,10 +164,7 @@ void RowAtoms::encloseAt(mpfr_prec_t precision) {
   std::vector<BigFloat> lo(n, BigFloat(precision)), hi(n, BigFloat(precision));
   std::vector<BigFloat> wLo(n, BigFloat(precision)), wHi(n, BigFloat(precision));
   for (std::size_t i = 0; i < n; ++i) {
-    mpfr_set_flt(arg.get(), values_[i], MPFR_RNDN);
-    mpfr_sub_d(arg.get(), arg.get(), static_cast<double>(m), MPFR_RNDN);  // exact at 320 bits
-    mpfr_exp(lo[i].get(), arg.get(), MPFR_RNDD);
-    mpfr_exp(hi[i].get(), arg.get(), MPFR_RNDU);
+    expEnclosure(values_[i], m, precision, arg.get(), lo[i].get(), hi[i].get());
     const unsigned long count = mult_[i].get_num().get_ui();
     mpfr_mul_ui(wLo[i].get(), lo[i].get(), count, MPFR_RNDD);
     mpfr_mul_ui(wHi[i].get(), hi[i].get(), count, MPFR_RNDU);
@@ -189,7 +200,7 @@ void RowAtoms::encloseAt(mpfr_prec_t precision) {
   }
 }
 
-void RowAtoms::interval(const Form& f, Interval& out) const {
+void RowAtoms::interval(const Form& f, Interval& out, mpfr_srcptr qExact) const {
   mpfr_set_prec(out.lower.get(), precision_);
   mpfr_set_prec(out.upper.get(), precision_);
   if (const auto r = rational(f)) {
@@ -199,9 +210,24 @@ void RowAtoms::interval(const Form& f, Interval& out) const {
   }
   mpfr_set_zero(out.lower.get(), 1);
   mpfr_set_zero(out.upper.get(), 1);
-  BigFloat tLo(precision_), tHi(precision_);
+  BigFloat& tLo = tLo_;
+  BigFloat& tHi = tHi_;
+  if (tLo.precision() != precision_) {
+    mpfr_set_prec(tLo.get(), precision_);
+    mpfr_set_prec(tHi.get(), precision_);
+  }
   for (const auto& [atom, c] : f.coef) {
     const Interval& a = iv_[at(atom)];
+    if (c == 1 || c == -1) {  // a key's one atom: no multiplication
+      if (c == 1) {
+        mpfr_add(out.lower.get(), out.lower.get(), a.lower.get(), MPFR_RNDD);
+        mpfr_add(out.upper.get(), out.upper.get(), a.upper.get(), MPFR_RNDU);
+      } else {
+        mpfr_sub(out.lower.get(), out.lower.get(), a.upper.get(), MPFR_RNDD);
+        mpfr_sub(out.upper.get(), out.upper.get(), a.lower.get(), MPFR_RNDU);
+      }
+      continue;
+    }
     // c * [lo, hi]: a negative coefficient swaps which bound gives which.
     const bool positive = c > 0;
     mpfr_mul_q(tLo.get(), (positive ? a.lower : a.upper).get(), c.get_mpq_t(), MPFR_RNDD);
@@ -209,8 +235,13 @@ void RowAtoms::interval(const Form& f, Interval& out) const {
     mpfr_add(out.lower.get(), out.lower.get(), tLo.get(), MPFR_RNDD);
     mpfr_add(out.upper.get(), out.upper.get(), tHi.get(), MPFR_RNDU);
   }
-  mpfr_add_q(out.lower.get(), out.lower.get(), f.q.get_mpq_t(), MPFR_RNDD);
-  mpfr_add_q(out.upper.get(), out.upper.get(), f.q.get_mpq_t(), MPFR_RNDU);
+  if (qExact != nullptr) {
+    mpfr_add(out.lower.get(), out.lower.get(), qExact, MPFR_RNDD);
+    mpfr_add(out.upper.get(), out.upper.get(), qExact, MPFR_RNDU);
+  } else if (f.q != 0) {
+    mpfr_add_q(out.lower.get(), out.lower.get(), f.q.get_mpq_t(), MPFR_RNDD);
+    mpfr_add_q(out.upper.get(), out.upper.get(), f.q.get_mpq_t(), MPFR_RNDU);
+  }
 }
 
 }  // namespace moe::oracle::certified::detail

@@ -42,7 +42,9 @@ class RowAtoms {
   std::optional<mpq_class> rational(const Form& f) const;
   // Encloses every atom at `precision`; then interval() encloses any form.
   void encloseAt(mpfr_prec_t precision);
-  void interval(const Form& f, Interval& out) const;  // out's bounds at the working precision
+  // out's bounds at the working precision. qExact, when given, is f.q exactly as an MPFR
+  // number (a key's q is a bias plus 0, 1/2 or 1: dyadic), which saves a rational addition.
+  void interval(const Form& f, Interval& out, mpfr_srcptr qExact = nullptr) const;
 
  private:
   ScoreFn score_;
@@ -50,6 +52,7 @@ class RowAtoms {
   std::vector<mpq_class> mult_;  // softmax: n_l; sigmoid: unused
   std::vector<Interval> iv_;
   mpfr_prec_t precision_ = 0;
+  mutable BigFloat tLo_{64}, tHi_{64};  // scratch of interval()
   std::size_t at(float v) const;
 };
 

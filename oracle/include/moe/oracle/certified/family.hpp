@@ -58,7 +58,7 @@ std::vector<Certified> groupScoresEnclosure(const RouteParams<float>& p,
 struct RouteDecision {
   bool decided = false;
   std::string tooClose;          // when !decided: the two keys or group scores not separated
-  mpfr_prec_t precision = 0;     // the working precision that decided
+  mpfr_prec_t precision = 0;     // the working precision that decided; 0: the logits decided
   std::vector<bool> keptGroups;  // G entries
   std::vector<bool> eligible;    // E entries
   std::vector<bool> kept;        // E entries
