@@ -5,7 +5,9 @@
 // Beside each: vLLM's reference grouped_topk in plain C++ with std::partial_sort
 // (grouped_topk_router.hpp) and the read roof (read_roof.hpp), measured in the same run; the
 // ratios are printed at the end and the DeepSeek-V3 targets checked (>= 20x the reference,
-// >= 40% of the roof).
+// >= 40% of the roof). Also v1 (softmax top-k) at the shapes of current models, beside
+// the partial_sort router (partial_sort_router.hpp): --benchmark_filter=^v1/ runs those
+// alone, --benchmark_filter=^[^v] the v2 part alone (the ratios print for whatever ran).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "grouped_topk_router.hpp"
 #include "moe/route_abi.h"
 #include "moe/routers.hpp"
+#include "partial_sort_router.hpp"
 #include "read_roof.hpp"
 
 namespace moe::bench {
@@ -135,7 +138,70 @@ void readRoofBench(benchmark::State& state, const Model* m) {
   setCounters(state, m->experts);
 }
 
+// v1 (softmax top-k) at the shapes of current models (the last item), with the
+// partial_sort router and the roof of the same E: Kimi K2, Qwen3-Next, Mixtral, Llama 4 Scout.
+struct V1Shape {
+  int32_t experts, k;
+};
+constexpr V1Shape kV1Shapes[] = {{384, 8}, {512, 10}, {8, 2}, {16, 1}};
+constexpr const char* kV1Routers[] = {"avx512-logits", "avx512-probs"};
+
+std::string v1Name(V1Shape v) {
+  return "E:" + std::to_string(v.experts) + "/k:" + std::to_string(v.k) + "/one_core";
+}
+
+void v1RouterBench(benchmark::State& state, const BuiltinRouter* router, V1Shape v) {
+  if (!router->available()) {
+    state.SkipWithError("this CPU lacks the router's ISA");
+    return;
+  }
+  const auto& x = logitsFor(v.experts);
+  std::vector<int32_t> ids(size_t(kTokens) * v.k);
+  std::vector<float> gates(ids.size());
+  for (auto _ : state) {
+    if (router->route(kTokens, v.experts, v.k, x.data(), ids.data(), gates.data(), 1) != 0) {
+      state.SkipWithError("route failed");
+      return;
+    }
+    benchmark::DoNotOptimize(ids.data());
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, v.experts);
+}
+
+void v1PartialSortBench(benchmark::State& state, V1Shape v) {
+  const auto& x = logitsFor(v.experts);
+  std::vector<int32_t> ids(size_t(kTokens) * v.k);
+  std::vector<float> gates(ids.size());
+  for (auto _ : state) {
+    partialSortRows(x.data(), kTokens, v.experts, v.k, ids.data(), gates.data());
+    benchmark::DoNotOptimize(ids.data());
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, v.experts);
+}
+
+void v1RoofBench(benchmark::State& state, V1Shape v) {
+  const auto& x = logitsFor(v.experts);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(sumFloats(x.data(), x.size()));
+    benchmark::ClobberMemory();
+  }
+  setCounters(state, v.experts);
+}
+
 void registerAll() {
+  for (const V1Shape& v : kV1Shapes) {
+    benchmark::RegisterBenchmark(("v1/read_roof/" + v1Name(v)).c_str(), v1RoofBench, v)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("v1/partial_sort/" + v1Name(v)).c_str(), v1PartialSortBench, v)
+        ->Unit(benchmark::kMillisecond);
+    for (const char* name : kV1Routers) {
+      benchmark::RegisterBenchmark(("v1/" + std::string(name) + "/" + v1Name(v)).c_str(),
+                                   v1RouterBench, findRouter(name), v)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
   for (const Model& m : kModels) {
     const std::string cfg = std::string(m.name) + "/one_core";
     benchmark::RegisterBenchmark(("read_roof/" + cfg).c_str(), readRoofBench, &m)
@@ -177,6 +243,19 @@ class RatioReporter : public benchmark::ConsoleReporter {
         const double r = find("route_v2/" + std::string(name) + "/" + cfg);
         if (r <= 0) continue;
         std::printf("  %-14s %7.2f M tokens/s %6.1f%% of roof %7.2fx grouped_topk\n", name, r / 1e6,
+                    100 * r / roof, r / base);
+      }
+    }
+    for (const V1Shape& v : kV1Shapes) {
+      const double roof = find("v1/read_roof/" + v1Name(v));
+      const double base = find("v1/partial_sort/" + v1Name(v));
+      if (roof <= 0 || base <= 0) continue;
+      std::printf("v1 E=%d k=%d: roof %.2f M tokens/s, partial_sort %.3f M tokens/s\n", v.experts,
+                  v.k, roof / 1e6, base / 1e6);
+      for (const char* name : kV1Routers) {
+        const double r = find("v1/" + std::string(name) + "/" + v1Name(v));
+        if (r <= 0) continue;
+        std::printf("  %-14s %7.2f M tokens/s %6.1f%% of roof %7.2fx partial_sort\n", name, r / 1e6,
                     100 * r / roof, r / base);
       }
     }

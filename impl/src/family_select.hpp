@@ -39,7 +39,7 @@ inline float groupTop2SumScalar(const float* c, int32_t n) {
 struct FamilyScratch {
   std::vector<float> scores;        // s, E entries (padded by the SIMD kernel)
   std::vector<float> keys;          // c = s + b (or s), same
-  std::vector<float> groupScore;    // G entries
+  std::vector<float> groupScore;    // G entries (and room for one vector)
   std::vector<int32_t> keptGroups;  // the kept groups, in index order
   std::vector<int32_t> order;       // group or eligible-expert indices being ranked
   std::vector<float> eligibleKeys;  // the eligible experts' keys, in index order
@@ -49,7 +49,8 @@ struct FamilyScratch {
   FamilyScratch(const FamilyParams& p, size_t paddedExperts) {
     scores.resize(paddedExperts);
     keys.resize(paddedExperts);
-    groupScore.resize(static_cast<size_t>(p.groups));
+    // At least 16: the SIMD kernels load and store the group scores as one vector.
+    groupScore.resize(static_cast<size_t>(std::max(p.groups, 16)));
     keptGroups.resize(static_cast<size_t>(p.topkGroups));
     order.resize(static_cast<size_t>(std::max(p.groups, p.experts)));
     eligibleKeys.resize(static_cast<size_t>(p.eligibleCount()));
@@ -95,6 +96,19 @@ inline void selectKeptScalar(const FamilyParams& p, FamilyScratch& scratch) {
   }
 }
 
+// The gates given the kept scores' sum in index order (`total`, read only when
+// renormalising): (s / total) * scale, or s * scale. Writes every slot of the row.
+inline void writeFamilyGatesWithTotal(const FamilyParams& p, const float* s, const int32_t* keptIds,
+                                      float total, int32_t* ids, float* gates) {
+  const int32_t kk = p.keptCount();
+  for (int32_t slot = 0; slot < kk; ++slot) {
+    const float w = p.renormalize ? s[keptIds[slot]] / total : s[keptIds[slot]];
+    ids[slot] = keptIds[slot];
+    gates[slot] = w * p.scale;
+  }
+  clearEmptySlots(p.k, kk, ids, gates);
+}
+
 // routeGatesFromScores for the kept experts (best first): w = s (the unbiased score);
 // if renormalising, w / (sum of the kept s in index order, from 0); then times scale.
 // Writes every slot of the row, empty ones -1 and 0.
@@ -116,12 +130,7 @@ inline void writeFamilyGates(const FamilyParams& p, const float* s, const int32_
       for (int32_t i = 0; i < kk; ++i) total += s[byIndex[i]];
     }
   }
-  for (int32_t slot = 0; slot < kk; ++slot) {
-    const float w = p.renormalize ? s[keptIds[slot]] / total : s[keptIds[slot]];
-    ids[slot] = keptIds[slot];
-    gates[slot] = w * p.scale;
-  }
-  clearEmptySlots(p.k, kk, ids, gates);
+  writeFamilyGatesWithTotal(p, s, keptIds, total, ids, gates);
 }
 
 }  // namespace moe::detail

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "route_family_simd.cpp"
@@ -60,13 +62,25 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
 #endif
 }
 
+// num / den for den in [1, 2] (normal): a reciprocal estimate (14 bits on AVX-512, 12 on
+// AVX2) refined by one Newton step, the quotient, and one correction by its exact
+// remainder (an FMA). Within an ulp of num / den, and the correctly rounded quotient but
+// in rare cases; VDIVPS took about a third of the sigmoid pass on Zen 4.
+HWY_INLINE V DivideSmall(D d, V num, V den) {
+  const V one = hn::Set(d, 1.0f);
+  const V r0 = hn::ApproximateReciprocal(den);
+  const V r = hn::MulAdd(hn::NegMulAdd(den, r0, one), r0, r0);
+  const V q = hn::Mul(num, r);
+  return hn::MulAdd(hn::NegMulAdd(q, den, num), r, q);
+}
+
 // sigmoid(x) = 1 / (1 + exp(-x)) through t = exp(-|x|) <= 1, so the exp never overflows:
 // 1 / (1 + t) for x >= 0, t / (1 + t) below; 0 below -88.72 as the spec's binary32
 // (whose exp(-x) overflows there). NaN stays NaN.
 HWY_INLINE V Sigmoid(D d, V x) {
   const V one = hn::Set(d, 1.0f);
   const V t = ExpNonPositive(d, hn::Neg(hn::Abs(x)));
-  const V s = hn::Div(hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, t), hn::Add(one, t));
+  const V s = DivideSmall(d, hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, t), hn::Add(one, t));
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -kExpFinite)), s);
 }
 
@@ -77,25 +91,30 @@ HWY_INLINE bool ScoresAndKeys(D d, const FamilyParams& p, const float* x, Family
   const int32_t n = p.experts;
   float* s = scratch.scores.data();
   float* c = scratch.keys.data();
-  V nanLanes = hn::Zero(d);
+  auto nanLanes = hn::FirstN(d, 0);
   if (p.sigmoid) {
     for (int32_t b = 0; b < n; b += lanes) {
-      const V sb = Sigmoid(d, LoadBlock(d, x, b, n));
+      const V xb = LoadBlock(d, x, b, n);
+      const V sb = Sigmoid(d, xb);
+#if !MOE_FAST_EXP
+      // Highway's Exp clamps its argument with a min that drops a NaN: look at the logit.
+      nanLanes = hn::Or(nanLanes, hn::IsNaN(xb));
+#endif
       hn::StoreU(sb, d, s + b);
       const V cb = p.bias != nullptr ? hn::Add(sb, LoadBlock(d, p.bias, b, n)) : sb;
       hn::StoreU(cb, d, c + b);
-      nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(cb)));
+      nanLanes = hn::Or(nanLanes, hn::IsNaN(cb));
     }
-    return hn::AllFalse(d, hn::MaskFromVec(nanLanes));
+    return hn::AllFalse(d, nanLanes);
   }
   V vmax = hn::Set(d, kNegInf);
   for (int32_t b = 0; b < n; b += lanes) {
     const V xb = LoadBlock(d, x, b, n);
     vmax = hn::Max(vmax, xb);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
+    nanLanes = hn::Or(nanLanes, hn::IsNaN(xb));
   }
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes)) || !std::isfinite(m)) return false;
+  if (!hn::AllFalse(d, nanLanes) || !std::isfinite(m)) return false;
   const V vm = hn::Set(d, m);
   V acc = hn::Zero(d);
   for (int32_t b = 0; b < n; b += lanes) {
@@ -109,9 +128,9 @@ HWY_INLINE bool ScoresAndKeys(D d, const FamilyParams& p, const float* x, Family
     hn::StoreU(sb, d, s + b);
     const V cb = p.bias != nullptr ? hn::Add(sb, LoadBlock(d, p.bias, b, n)) : sb;
     hn::StoreU(cb, d, c + b);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(cb)));
+    nanLanes = hn::Or(nanLanes, hn::IsNaN(cb));
   }
-  return hn::AllFalse(d, hn::MaskFromVec(nanLanes));
+  return hn::AllFalse(d, nanLanes);
 }
 
 // Group scores of groups made of whole vectors (no NaN key): the lane-wise best and
@@ -148,18 +167,152 @@ HWY_INLINE void GroupScoresAligned(D d, const FamilyParams& p, FamilyScratch& sc
   }
 }
 
-// The kk-th largest lane of m: the smallest lane that fewer than kk lanes exceed.
-HWY_INLINE float KthLargestLane(D d, V m, int32_t kk) {
-  const size_t lanes = hn::Lanes(d);
-  HWY_ALIGN float v[kMaxLanes];
-  hn::Store(m, d, v);
-  float t = std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < lanes; ++i) {
-    int32_t greater = 0;
-    for (size_t j = 0; j < lanes; ++j) greater += v[j] > v[i] ? 1 : 0;
-    if (greater < kk && v[i] < t) t = v[i];
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define MOE_GROUP_NETWORK 1
+// Up to 16 groups of whole 16-lane vectors at once: each group's lane-wise best and second
+// (m1, m2), then four levels that each halve every group's width by merging the two
+// halves of two vectors' groups into one vector (128-bit blocks, then lanes), so that after
+// the last level each lane holds one group's best and second. A vector without a partner
+// is merged with itself. Which lane holds which group is found once by running the same
+// network on group numbers (GroupNetwork's constructor).
+struct Top2 {
+  __m512 m1, m2;
+};
+
+template <bool kTags>
+HWY_INLINE Top2 MergeTop2(Top2 p, Top2 q) {
+  if constexpr (kTags) {
+    return p;  // p and q hold the same groups lane by lane
+  } else {
+    return {_mm512_max_ps(p.m1, q.m1),
+            _mm512_max_ps(_mm512_min_ps(p.m1, q.m1), _mm512_max_ps(p.m2, q.m2))};
   }
-  return t;
+}
+
+template <int kLevel, bool kTags>
+HWY_INLINE Top2 HalveWidth(Top2 a, Top2 b) {
+  auto lo = [](__m512 x, __m512 y) {
+    if constexpr (kLevel == 0) return _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0));
+    if constexpr (kLevel == 1) return _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0));
+    if constexpr (kLevel == 2) return _mm512_shuffle_ps(x, y, _MM_SHUFFLE(1, 0, 1, 0));
+    if constexpr (kLevel == 3) return _mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0));
+  };
+  auto hi = [](__m512 x, __m512 y) {
+    if constexpr (kLevel == 0) return _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2));
+    if constexpr (kLevel == 1) return _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1));
+    if constexpr (kLevel == 2) return _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 2, 3, 2));
+    if constexpr (kLevel == 3) return _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1));
+  };
+  const Top2 p{lo(a.m1, b.m1), kTags ? a.m2 : lo(a.m2, b.m2)};
+  const Top2 q{hi(a.m1, b.m1), kTags ? a.m2 : hi(a.m2, b.m2)};
+  return MergeTop2<kTags>(p, q);
+}
+
+template <int kLevel, bool kTags>
+HWY_INLINE int32_t HalveAll(Top2* v, int32_t count) {
+  const int32_t out = (count + 1) / 2;
+  for (int32_t i = 0; i < out; ++i) {
+    const int32_t j = 2 * i + 1 < count ? 2 * i + 1 : 2 * i;
+    v[i] = HalveWidth<kLevel, kTags>(v[2 * i], v[j]);
+  }
+  return out;
+}
+
+template <bool kTags>
+HWY_INLINE Top2 ReduceGroups(Top2* v, int32_t groups) {
+  int32_t count = HalveAll<0, kTags>(v, groups);
+  count = HalveAll<1, kTags>(v, count);
+  count = HalveAll<2, kTags>(v, count);
+  HalveAll<3, kTags>(v, count);
+  return v[0];
+}
+
+struct GroupNetwork {
+  HWY_ALIGN int32_t laneOf[16] = {};  // a lane that holds group g at the end
+  explicit GroupNetwork(int32_t groups) {
+    Top2 v[16];
+    for (int32_t g = 0; g < groups; ++g) v[g] = {_mm512_set1_ps(float(g)), _mm512_setzero_ps()};
+    HWY_ALIGN float tags[16];
+    _mm512_store_ps(tags, ReduceGroups<true>(v, groups).m1);
+    for (int32_t lane = 15; lane >= 0; --lane) laneOf[static_cast<int32_t>(tags[lane])] = lane;
+  }
+};
+
+// Group scores for G <= 16 groups of whole vectors (no NaN key), as GroupScoresAligned.
+HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& net,
+                                   FamilyScratch& scratch) {
+  const int32_t size = p.groupSize();
+  const float* c = scratch.keys.data();
+  Top2 v[16];
+  for (int32_t g = 0; g < p.groups; ++g) {
+    const float* cg = c + int64_t{g} * size;
+    __m512 m1 = _mm512_loadu_ps(cg);
+    __m512 m2 = _mm512_set1_ps(kNegInf);
+    for (int32_t b = 16; b < size; b += 16) {
+      const __m512 x = _mm512_loadu_ps(cg + b);
+      m2 = _mm512_max_ps(m2, _mm512_min_ps(m1, x));
+      m1 = _mm512_max_ps(m1, x);
+    }
+    v[g] = {m1, m2};
+  }
+  const Top2 r = ReduceGroups<false>(v, p.groups);
+  // (0 + best) + second, as the spec sums; the max is the best alone.
+  const __m512 score =
+      p.top2Sum ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), r.m1), r.m2) : r.m1;
+  // Group g's score to lane g, stored whole: KeepGroupsVector reloads it whole (single
+  // stores of each would stall that load on store forwarding).
+  const __m512 ordered = _mm512_permutexvar_ps(_mm512_load_si512(net.laneOf), score);
+  _mm512_storeu_ps(scratch.groupScore.data(), ordered);
+}
+#else
+#define MOE_GROUP_NETWORK 0
+#endif
+
+// rotations[r * lanes + i] = (i + r) mod lanes: lane i meets lane i + r.
+struct Rotations {
+  HWY_ALIGN int32_t lanes[kMaxLanes * kMaxLanes];
+  explicit Rotations(size_t n) {
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t i = 0; i < n; ++i) lanes[r * n + i] = static_cast<int32_t>((i + r) % n);
+    }
+  }
+};
+
+// The kk-th largest lane of m: the smallest lane that fewer than kk lanes exceed (each
+// lane meets every other by a rotation: lanes - 1 permutes and compares).
+HWY_INLINE float KthLargestLane(D d, V m, int32_t kk, const Rotations& rot) {
+  const hn::RebindToSigned<D> di;
+  const size_t lanes = hn::Lanes(d);
+  auto greater = hn::Zero(di);
+  for (size_t r = 1; r < lanes; ++r) {
+    const V other = hn::TableLookupLanes(m, hn::SetTableIndices(d, rot.lanes + r * lanes));
+    greater = hn::Sub(greater, hn::VecFromMask(di, hn::RebindMask(di, hn::Gt(other, m))));
+  }
+  const auto inTop = hn::RebindMask(d, hn::Lt(greater, hn::Set(di, kk)));
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  return hn::GetLane(hn::MinOfLanes(d, hn::IfThenElse(inTop, m, inf)));
+}
+
+// The kept groups in index order into scratch.keptGroups, for G <= lanes (no NaN group
+// score): rank each group by counting the groups that beat it, as RankCandidates.
+HWY_INLINE void KeepGroupsVector(D d, const FamilyParams& p, FamilyScratch& scratch) {
+  const hn::RebindToSigned<D> di;
+  const float* g = scratch.groupScore.data();  // room for a whole vector
+  const V v = hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(p.groups)), hn::LoadU(d, g),
+                             hn::Set(d, kNegInf));
+  const auto lane = hn::Iota(di, 0);
+  auto rank = hn::Zero(di);
+  for (int32_t j = 0; j < p.groups; ++j) {
+    const V other = hn::Set(d, g[j]);
+    const auto later = hn::RebindMask(d, hn::Gt(lane, hn::Set(di, j)));
+    const auto beats = hn::Or(hn::Gt(other, v), hn::And(later, hn::Eq(other, v)));
+    rank = hn::Sub(rank, hn::VecFromMask(di, hn::RebindMask(di, beats)));
+  }
+  const auto kept = hn::And(hn::Lt(rank, hn::Set(di, p.topkGroups)),
+                            hn::FirstN(di, static_cast<size_t>(p.groups)));
+  HWY_ALIGN int32_t list[kMaxLanes];
+  hn::Store(hn::Compress(lane, kept), di, list);
+  for (int32_t j = 0; j < p.topkGroups; ++j) scratch.keptGroups[j] = list[j];  // no memmove call
 }
 
 // Fast selection of the kk best keys among the eligible experts, whose vectors start at
@@ -167,7 +320,8 @@ HWY_INLINE float KthLargestLane(D d, V m, int32_t kk) {
 // kk-th largest lane maximum, so only keys >= T are ranked (typically ~kk + 2). Writes
 // keptIds/keptKeys best first; false when more than one vector's worth pass T.
 HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts, int32_t count,
-                           int32_t span, int32_t kk, int32_t* keptIds, float* keptKeys) {
+                           int32_t span, int32_t kk, const Rotations& rot, const float* s,
+                           int32_t* keptIds, float* keptKeys, float* keptTotal) {
   const hn::RebindToSigned<D> di;
   const auto lanes = static_cast<int32_t>(hn::Lanes(d));
   V laneMax = hn::Set(d, kNegInf);
@@ -176,27 +330,75 @@ HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts
       laneMax = hn::Max(laneMax, LoadBlock(d, c, b, n));
     }
   }
-  const V vt = hn::Set(d, KthLargestLane(d, laneMax, kk));
-  HWY_ALIGN float candKeys[2 * kMaxLanes];
-  HWY_ALIGN int32_t candIds[2 * kMaxLanes];
-  int32_t found = 0;
+  const auto lane = hn::Iota(di, 0);
+  if (kk == 1) {
+    // The argmax: the first eligible key equal to the largest (exact ties to the lower
+    // index), its score the whole renormalising sum.
+    const V best = hn::MaxOfLanes(d, laneMax);
+    for (int32_t j = 0; j < count; ++j) {
+      for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
+        auto hit = hn::Eq(LoadBlock(d, c, b, n), best);
+        if (n - b < lanes) hit = hn::And(hit, hn::FirstN(d, static_cast<size_t>(n - b)));
+        const intptr_t first = hn::FindFirstTrue(d, hit);
+        if (first >= 0) {
+          keptIds[0] = b + static_cast<int32_t>(first);
+          keptKeys[0] = c[keptIds[0]];
+          *keptTotal = 0.0f + s[keptIds[0]];
+          return true;
+        }
+      }
+    }
+    return false;  // unreachable without NaN keys
+  }
+  const V vt = hn::Set(d, KthLargestLane(d, laneMax, kk, rot));
+  // The candidates, in index order, gathered in registers: each vector's passing lanes
+  // compressed, then moved to lanes [found, found + passing) (a store of each piece and a
+  // reload of the whole stalled on store forwarding).
+  // First every vector's count and where its piece starts (a short scalar chain), then the
+  // pieces, independent of one another.
+  constexpr int32_t kMaxVectors = 64;
+  int32_t pieceStart[kMaxVectors + 1];
+  int32_t vectors = 0;
+  pieceStart[0] = 0;
   for (int32_t j = 0; j < count; ++j) {
     for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
+      if (vectors == kMaxVectors) return false;
+      auto pass = hn::Ge(LoadBlock(d, c, b, n), vt);
+      if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
+      pieceStart[vectors + 1] = pieceStart[vectors] + static_cast<int32_t>(hn::CountTrue(d, pass));
+      ++vectors;
+    }
+  }
+  const int32_t found = pieceStart[vectors];
+  if (found > lanes) return false;
+  V v = hn::Set(d, kNegInf);
+  auto vIds = hn::Zero(di);
+  int32_t piece = 0;
+  for (int32_t j = 0; j < count; ++j) {
+    for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes, ++piece) {
+      const int32_t at = pieceStart[piece];
+      const int32_t passing = pieceStart[piece + 1] - at;
+      if (passing == 0) continue;
       const V x = LoadBlock(d, c, b, n);
       auto pass = hn::Ge(x, vt);
       if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
-      const auto passing = static_cast<int32_t>(hn::CountTrue(d, pass));
-      if (found + passing > lanes) return false;
-      hn::CompressStore(x, pass, d, candKeys + found);
-      hn::CompressStore(hn::Iota(di, b), hn::RebindMask(di, pass), di, candIds + found);
-      found += passing;
+      const auto from =
+          hn::IndicesFromVec(d, hn::And(hn::Sub(lane, hn::Set(di, at)), hn::Set(di, lanes - 1)));
+      const auto place =
+          hn::RebindMask(d, hn::AndNot(hn::FirstN(di, static_cast<size_t>(at)),
+                                       hn::FirstN(di, static_cast<size_t>(at + passing))));
+      v = hn::IfThenElse(place, hn::TableLookupLanes(hn::Compress(x, pass), from), v);
+      const auto ids = hn::Compress(hn::Iota(di, b), hn::RebindMask(di, pass));
+      vIds = hn::IfThenElse(hn::RebindMask(di, place),
+                            hn::BitCast(di, hn::TableLookupLanes(hn::BitCast(d, ids), from)), vIds);
     }
   }
+  HWY_ALIGN float candKeys[kMaxLanes];
+  HWY_ALIGN int32_t candIds[kMaxLanes];
+  hn::Store(v, d, candKeys);
+  hn::Store(vIds, di, candIds);
   // Rank each candidate: how many candidates beat it (a greater key, or an equal key and
   // a lower index; candidates are in index order). Ranks are a permutation of 0..found-1.
-  const V v = hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(found)), hn::Load(d, candKeys),
-                             hn::Set(d, kNegInf));
-  const auto lane = hn::Iota(di, 0);
   auto rank = hn::Zero(di);
   for (int32_t j = 0; j < found; ++j) {
     const V other = hn::Set(d, candKeys[j]);
@@ -206,66 +408,146 @@ HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts
   }
   HWY_ALIGN int32_t ranks[kMaxLanes];
   hn::Store(rank, di, ranks);
+  // Invert the ranks without branches (slots kk..found-1 receive the displaced
+  // candidates), then the kept scores' sum in index order, from 0, as the spec
+  // renormalises: the kept candidates compressed in their (index) order.
+  HWY_ALIGN int32_t slotIds[kMaxLanes];
+  HWY_ALIGN float slotKeys[kMaxLanes];
   for (int32_t i = 0; i < found; ++i) {
-    if (ranks[i] < kk) {
-      keptIds[ranks[i]] = candIds[i];
-      keptKeys[ranks[i]] = candKeys[i];
+    slotIds[ranks[i]] = candIds[i];
+    slotKeys[ranks[i]] = candKeys[i];
+  }
+  for (int32_t r = 0; r < kk; ++r) {  // a loop, not a memmove call, for eight
+    keptIds[r] = slotIds[r];
+    keptKeys[r] = slotKeys[r];
+  }
+  HWY_ALIGN int32_t byIndex[kMaxLanes];
+  hn::Store(hn::Compress(hn::Load(di, candIds), hn::Lt(rank, hn::Set(di, kk))), di, byIndex);
+  float total = 0.0f;
+  for (int32_t j = 0; j < kk; ++j) total += s[byIndex[j]];
+  *keptTotal = total;
+  return true;
+}
+
+// The per-call state of Rows: what depends only on the parameters and the target.
+struct RowsSetup {
+  int32_t lanes, kk, size;
+  bool alignedGroups, fastSelect;
+  Rotations rot;
+#if MOE_GROUP_NETWORK
+  std::optional<GroupNetwork> network;
+#endif
+  RowsSetup(D d, const FamilyParams& p)
+      : lanes(static_cast<int32_t>(hn::Lanes(d))),
+        kk(p.keptCount()),
+        size(p.groupSize()),
+        alignedGroups(p.groups > 1 && size % lanes == 0),
+        // The fast selection ranks at most one vector of candidates: kk of at most half a
+        // vector leaves room for ties and near-ties at the threshold.
+        fastSelect(lanes >= 4 && (p.groups == 1 || alignedGroups) &&
+                   (2 * kk <= lanes || (p.groups == 1 && p.experts <= lanes))),
+        rot(hn::Lanes(d)) {
+#if MOE_GROUP_NETWORK
+    if (alignedGroups && p.groups <= 16) network.emplace(p.groups);
+#endif
+  }
+};
+
+// The kept groups of a row with groups (no NaN key) into scratch.keptGroups; false when a
+// group score is NaN (+inf + -inf in a top-2 sum).
+HWY_INLINE bool KeepGroups(D d, const FamilyParams& p, const RowsSetup& setup,
+                           FamilyScratch& scratch) {
+  if (setup.alignedGroups) {
+#if MOE_GROUP_NETWORK
+    if (setup.network) {
+      GroupScoresNetwork(p, *setup.network, scratch);
+    } else {
+      GroupScoresAligned(d, p, scratch);
     }
+#else
+    GroupScoresAligned(d, p, scratch);
+#endif
+  } else {
+    const float* c = scratch.keys.data();
+    for (int32_t g = 0; g < p.groups; ++g) {
+      const float* cg = c + int64_t{g} * setup.size;
+      scratch.groupScore[g] =
+          p.top2Sum ? groupTop2SumScalar(cg, setup.size) : groupMaxScalar(cg, setup.size);
+    }
+  }
+  bool nan = false;
+  for (int32_t g = 0; g < p.groups; ++g) nan |= std::isnan(scratch.groupScore[g]);
+  if (nan) return false;
+  if (p.groups <= setup.lanes) {
+    KeepGroupsVector(d, p, scratch);
+  } else {
+    keepGroupsScalar(p, scratch);
   }
   return true;
 }
 
+// Selects the kept experts of a row whose keys (and kept groups) are ready, and writes its
+// ids and gates.
+HWY_INLINE void SelectAndWrite(D d, const FamilyParams& p, const RowsSetup& setup,
+                               FamilyScratch& scratch, int32_t* rowIds, float* rowGates) {
+  const int32_t start = 0;
+  const int32_t* spans = &start;
+  int32_t spanCount = 1;
+  int32_t span = p.experts;
+  if (p.groups > 1) {
+    for (int32_t j = 0; j < p.topkGroups; ++j) {
+      scratch.order[j] = scratch.keptGroups[j] * setup.size;
+    }
+    spans = scratch.order.data();
+    spanCount = p.topkGroups;
+    span = setup.size;
+  }
+  float total;
+  if (setup.fastSelect &&
+      SelectFast(d, scratch.keys.data(), p.experts, spans, spanCount, span, setup.kk, setup.rot,
+                 scratch.scores.data(), scratch.keptIds.data(), scratch.keptKeys.data(), &total)) {
+    writeFamilyGatesWithTotal(p, scratch.scores.data(), scratch.keptIds.data(), total, rowIds,
+                              rowGates);
+  } else {
+    selectKeptScalar(p, scratch);
+    writeFamilyGates(p, scratch.scores.data(), scratch.keptIds.data(), rowIds, rowGates);
+  }
+}
+
+// Tokens go in blocks of kBlock, one step at a time for the whole block (scores, groups,
+// selection): each step of one token is a short chain of dependent operations, and the
+// next token's same step, independent of it, fills the gaps. A token's result is computed
+// by the same code whatever its block: batch invariant.
+constexpr int64_t kBlock = 4;
+
 void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids, float* gates) {
   const D d;
-  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+  const RowsSetup setup(d, p);
   const int32_t n = p.experts;
-  const int32_t kk = p.keptCount();
-  const int32_t size = p.groupSize();
-  FamilyScratch scratch(p, (static_cast<size_t>(n) + lanes - 1) / lanes * lanes);
-  const bool alignedGroups = p.groups > 1 && size % lanes == 0;
-  // The fast selection ranks at most one vector of candidates: kk of at most half a
-  // vector leaves room for ties and near-ties at the threshold.
-  const bool fastSelect = lanes >= 4 && (p.groups == 1 || alignedGroups) &&
-                          (2 * kk <= lanes || (p.groups == 1 && n <= lanes));
-  int32_t starts[1] = {0};
-  for (int64_t t = 0; t < rows; ++t) {
-    int32_t* rowIds = ids + t * p.k;
-    float* rowGates = gates + t * p.k;
-    if (!ScoresAndKeys(d, p, logits + t * n, scratch)) {
-      writeNonfiniteRow(p.k, kk, rowIds, rowGates);
-      continue;
+  const size_t padded = (static_cast<size_t>(n) + setup.lanes - 1) / setup.lanes * setup.lanes;
+  std::vector<FamilyScratch> scratch;
+  scratch.reserve(kBlock);
+  for (int64_t i = 0; i < kBlock; ++i) scratch.emplace_back(p, padded);
+  bool ok[kBlock];
+  for (int64_t t0 = 0; t0 < rows; t0 += kBlock) {
+    const int64_t block = std::min(kBlock, rows - t0);
+    for (int64_t i = 0; i < block; ++i) {
+      ok[i] = ScoresAndKeys(d, p, logits + (t0 + i) * n, scratch[i]);
     }
-    const int32_t* spans = starts;
-    int32_t spanCount = 1;
-    int32_t span = n;
     if (p.groups > 1) {
-      if (alignedGroups) {
-        GroupScoresAligned(d, p, scratch);
+      for (int64_t i = 0; i < block; ++i) {
+        ok[i] = ok[i] && KeepGroups(d, p, setup, scratch[i]);
+      }
+    }
+    for (int64_t i = 0; i < block; ++i) {
+      int32_t* rowIds = ids + (t0 + i) * p.k;
+      float* rowGates = gates + (t0 + i) * p.k;
+      if (ok[i]) {
+        SelectAndWrite(d, p, setup, scratch[i], rowIds, rowGates);
       } else {
-        const float* c = scratch.keys.data();
-        for (int32_t g = 0; g < p.groups; ++g) {
-          const float* cg = c + int64_t{g} * size;
-          scratch.groupScore[g] =
-              p.top2Sum ? groupTop2SumScalar(cg, size) : groupMaxScalar(cg, size);
-        }
+        writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
       }
-      bool nan = false;  // +inf + -inf in a top-2 sum
-      for (int32_t g = 0; g < p.groups; ++g) nan |= std::isnan(scratch.groupScore[g]);
-      if (nan) {
-        writeNonfiniteRow(p.k, kk, rowIds, rowGates);
-        continue;
-      }
-      keepGroupsScalar(p, scratch);
-      for (int32_t j = 0; j < p.topkGroups; ++j) scratch.order[j] = scratch.keptGroups[j] * size;
-      spans = scratch.order.data();
-      spanCount = p.topkGroups;
-      span = size;
     }
-    if (!(fastSelect && SelectFast(d, scratch.keys.data(), n, spans, spanCount, span, kk,
-                                   scratch.keptIds.data(), scratch.keptKeys.data()))) {
-      selectKeptScalar(p, scratch);
-    }
-    writeFamilyGates(p, scratch.scores.data(), scratch.keptIds.data(), rowIds, rowGates);
   }
 }
 

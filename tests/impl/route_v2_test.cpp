@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -345,6 +346,83 @@ TEST_P(RouteV2, GroupTiesGoToTheLowerGroup) {
   ASSERT_EQ(route(&byMax, x.data(), ids, gates), 0);
   EXPECT_EQ(ids[0], 6);
   EXPECT_EQ(ids[1], 7);
+}
+
+// The contract's nonfinite_rows: a NaN key (a NaN logit, or a softmax row with +inf) gives
+// ids 0..n-1 and NaN gates, n = min(k, eligible); other rows of the batch are untouched by
+// it; -inf and +inf logits under sigmoid are ordinary scores (0 and 1).
+TEST_P(RouteV2, NonfiniteRowsAsTheContractSays) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  FamilyCase c;
+  c.experts = 64;
+  c.k = 8;
+  c.sigmoid = true;
+  c.groups = 8;
+  c.topkGroups = 1;  // 8 eligible experts
+  c.top2Sum = true;
+  c.renormalize = true;
+  c.k = 10;  // more slots than eligible experts: two empty slots
+  std::vector<float> x(3 * 64);
+  for (int32_t e = 0; e < 64; ++e) x[e] = x[64 + e] = x[128 + e] = 0.01f * float(e);
+  x[64 + 17] = nan;
+  x[128 + 3] = inf;  // sigmoid(+inf) = 1: group 0 wins, expert 3 first
+  x[128 + 5] = -inf;
+  const moe_route_params_v2 p = paramsFor(c, 3);
+  std::vector<int32_t> ids(3 * 10);
+  std::vector<float> gates(ids.size());
+  ASSERT_EQ(route(&p, x.data(), ids.data(), gates.data()), 0);
+  for (int32_t s = 0; s < 10; ++s) {
+    EXPECT_EQ(ids[10 + s], s < 8 ? s : -1) << "slot " << s;
+    if (s < 8) {
+      EXPECT_TRUE(std::isnan(gates[10 + s])) << "slot " << s;
+    } else {
+      EXPECT_EQ(gates[10 + s], 0.0f);
+    }
+  }
+  EXPECT_EQ(ids[0], 63);  // row 0: group 7 holds the largest logits
+  EXPECT_EQ(ids[20], 3);
+  EXPECT_EQ(ids[27], 5);  // sigmoid(-inf) = 0: the last of group 0
+  EXPECT_EQ(gates[27], 0.0f);
+  EXPECT_EQ(ids[28], -1);
+  moe_route_params_v2 softmax = p;
+  softmax.score = MOE_SCORE_SOFTMAX;
+  ASSERT_EQ(route(&softmax, x.data(), ids.data(), gates.data()), 0);
+  for (int32_t row : {1, 2}) {  // NaN, and +inf (softmax's max is not finite)
+    for (int32_t s = 0; s < 8; ++s) EXPECT_EQ(ids[row * 10 + s], s) << "row " << row;
+    EXPECT_TRUE(std::isnan(gates[row * 10]));
+  }
+  EXPECT_EQ(ids[0], 63);
+}
+
+// batch_invariant: a token's bits do not depend on its batch, position or thread count.
+TEST_P(RouteV2, BatchInvariant) {
+  const uint32_t seed = testSeed();
+  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  for (const auto& shape : modelShapes(rng)) {
+    SCOPED_TRACE(shape.name);
+    const FamilyCase& c = shape.c;
+    const int32_t tokens = 67;
+    std::vector<float> x(size_t(tokens) * c.experts);
+    for (auto& v : x) v = logit(rng);
+    const moe_route_params_v2 all = paramsFor(c, tokens);
+    std::vector<int32_t> ids(size_t(tokens) * c.k), one(c.k);
+    std::vector<float> gates(ids.size()), oneGate(c.k);
+    ASSERT_EQ(router_->route_v2(&all, x.data(), ids.data(), gates.data(), 2), 0);
+    moe_route_params_v2 single = paramsFor(c, 1);
+    for (int32_t t = 0; t < tokens; ++t) {
+      ASSERT_EQ(router_->route_v2(&single, x.data() + size_t(t) * c.experts, one.data(),
+                                  oneGate.data(), 1),
+                0);
+      for (int32_t s = 0; s < c.k; ++s) {
+        ASSERT_EQ(one[s], ids[size_t(t) * c.k + s]) << "token " << t;
+        ASSERT_EQ(std::memcmp(&oneGate[s], &gates[size_t(t) * c.k + s], sizeof(float)), 0)
+            << "token " << t << " slot " << s;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EachRouter, RouteV2, allBuiltinRouters(), routerTestName);
