@@ -3,7 +3,9 @@
 // optional per-expert selection bias, group-limited top-k, renormalisation and a scale.
 // One function per definition of lean-traces/Spec.lean (namespaces Activation and
 // Spec.MoE), with the same names and the same order of operations, so that evaluated in
-// binary32 with Lean's exps they reproduce Lean bit for bit.
+// binary32 with Lean's exps they reproduce Lean bit for bit. "serves" names the Lean
+// theorem (routeGatesWith_mixtral, routeGates_mixtralParams, routeKeptIn_one_group) or the
+// property test of tests/oracle/family_properties_test.cpp the definition is checked by.
 //
 // Which model uses which parameters (docs/oracle.md, The routing family):
 //   Mixtral, GPT-OSS, Qwen3   softmax, no bias, G = 1, renormalise, scale 1
@@ -36,7 +38,7 @@
 
 namespace moe::oracle {
 
-// Lean: Spec.MoE.sumSpec — serves gatesVecSpec_simplex, routeGates_sum (renormalised gates)
+// Lean: Spec.MoE.sumSpec — serves gatesVecSpec_simplex, RenormalisedGatesSumToTheScale
 // Left fold of add seeded with zero, in index order: ((0 + v0) + v1) + ...
 template <class A>
 A sumSpec(std::span<const A> v) {
@@ -53,13 +55,13 @@ A sigmoidSpecWith(const A& x, ExpFn&& expFn) {
   return C::div(C::one(), C::add(C::one(), expFn(C::sub(C::zero(), x))));
 }
 
-// Lean: Activation.sigmoidSpec — serves sigmoid_softmax_same_kept (monotone scores)
+// Lean: Activation.sigmoidSpec — serves SigmoidAndSoftmaxKeepTheSameExperts (monotone)
 template <HasExp A>
 A sigmoidSpec(const A& x) {
   return sigmoidSpecWith(x, [](const A& v) { return Context<A>::exp(v); });
 }
 
-// Lean: Spec.MoE.ScoreFn — serves every routeGates theorem (which score function)
+// Lean: Spec.MoE.ScoreFn — serves routeGatesWith_mixtral (which score function)
 enum class ScoreFn { softmax, sigmoid };
 
 // Lean: Spec.MoE.GroupScore — serves keptGroups (how a group is scored)
@@ -98,7 +100,7 @@ std::string paramsInvalidReason(std::size_t E, const RouteParams<A>& p) {
   return "";
 }
 
-// Lean: Spec.MoE.paramsValid — serves routeGates_eq_gatesVecSpec, card_routeKept (domain)
+// Lean: Spec.MoE.paramsValid — serves the domain of every family property (ParamsValidDomain)
 // bias absent or of length E; G >= 1 divides E (E = 0: any G >= 1); 1 <= topkGroups <= G;
 // with top2Sum and G > 1 every group has at least 2 experts.
 template <class A>
@@ -113,7 +115,7 @@ void requireParamsValid(const char* what, std::size_t E, const RouteParams<A>& p
   if (!why.empty()) throw SpecError(std::string(what) + ": invalid routing parameters: " + why);
 }
 
-// Lean: Activation.scoresSpecWith — serves the Lean replay (scores with Lean's exps)
+// Lean: Spec.MoE.scoresSpecWith — serves the Lean replay (scores with Lean's exps)
 // softmaxVecSpecWith of the logits, or sigmoidSpecWith of each logit.
 template <class A, class ExpFn>
 std::vector<A> scoresSpecWith(ScoreFn score, std::span<const A> logits, ExpFn&& expFn) {
@@ -124,13 +126,13 @@ std::vector<A> scoresSpecWith(ScoreFn score, std::span<const A> logits, ExpFn&& 
   return s;
 }
 
-// Lean: Activation.scoresSpec — serves sigmoid_softmax_same_kept, routeGates_eq_gatesVecSpec
+// Lean: Spec.MoE.scoresSpec — serves routeGatesWith_mixtral, SigmoidAndSoftmaxKeep...
 template <HasExp A>
 std::vector<A> scoresSpec(ScoreFn score, std::span<const A> logits) {
   return scoresSpecWith(score, logits, [](const A& v) { return Context<A>::exp(v); });
 }
 
-// Lean: Spec.MoE.biasedKeys — serves routeKept_bias_shift (a constant bias shift keeps all)
+// Lean: Spec.MoE.biasedKeys — serves property ConstantBiasShiftKeepsTheSameExperts
 // c_e = s_e + b_e (zero past the bias's end, as Lean reads it); with no bias c = s exactly
 // (no addition, so no 0 + -0 turns a -0 into +0).
 template <class A>
@@ -204,7 +206,7 @@ A groupTop2Sum(std::span<const A> c, std::size_t G, std::size_t g) {
   return C::zero();
 }
 
-// Lean: Spec.MoE.groupScores — serves keptGroups, kept_in_kept_groups
+// Lean: Spec.MoE.groupScores — serves keptGroups; property KeptExpertsLieInKeptGroups
 // The score of every group 0 .. G-1.
 template <class A>
 std::vector<A> groupScores(GroupScore gs, std::size_t G, std::span<const A> c) {
@@ -216,7 +218,7 @@ std::vector<A> groupScores(GroupScore gs, std::size_t G, std::span<const A> c) {
   return out;
 }
 
-// Lean: Spec.MoE.keptGroups — serves kept_in_kept_groups
+// Lean: Spec.MoE.keptGroups — serves property KeptExpertsLieInKeptGroups
 // The kept groups best first: keptExperts topkGroups over the group scores (ties to the
 // lower group index). With one group, that group.
 template <class A>
@@ -260,7 +262,7 @@ std::vector<bool> eligibleMask(const RouteParams<A>& p, std::span<const A> c) {
   return mask;
 }
 
-// Lean: Spec.MoE.eligible — serves kept_in_kept_groups, card_routeKept
+// Lean: Spec.MoE.eligible — serves routeKeptIn_one_group; KeptExpertsLieInKeptGroups
 // e's group is kept (kept topkGroups (groupScores ..) (groupOf e)); with G <= 1 every expert.
 template <class A>
 bool eligible(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
@@ -270,7 +272,7 @@ bool eligible(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
   return keptAt(p.topkGroups, std::span<const A>(gsc), groupOf(c.size(), p.groups, e));
 }
 
-// Lean: Spec.MoE.routeRank — serves card_routeKept, routeKept_bias_shift
+// Lean: Spec.MoE.routeRank — serves routeKeptIn_one_group; ExactlyMinKEligibleKept
 // The literal count of ELIGIBLE experts j with beats c j e (0 = best); O(E) given the
 // eligible mask, so all ranks this way are O(E^2). Total on any keys, NaN included.
 template <class A>
@@ -282,7 +284,7 @@ std::size_t routeRank(const RouteParams<A>& p, std::span<const A> c, std::size_t
   return count;
 }
 
-// Lean: Spec.MoE.routeKept — serves card_routeKept, kept_in_kept_groups
+// Lean: Spec.MoE.routeKept — serves routeKeptIn_one_group; ExactlyMinKEligibleKept
 // eligible e && routeRank e < k. Literal and total.
 template <class A>
 bool routeKept(const RouteParams<A>& p, std::span<const A> c, std::size_t e) {
@@ -304,7 +306,7 @@ std::vector<bool> routeKeptMaskLiteral(const RouteParams<A>& p, std::span<const 
   return mask;
 }
 
-// Lean: Spec.MoE.routeKeptExperts (literal) — serves card_routeKept
+// Lean: Spec.MoE.routeKeptExperts (literal) — serves property ExactlyMinKEligibleKept
 // Lean's definition word for word: for each position r < min(k, #eligible), the first
 // eligible expert whose routeRank is r; positions no expert holds are skipped (NaN only).
 template <class A>
@@ -328,7 +330,7 @@ std::vector<std::size_t> routeKeptExpertsLiteral(const RouteParams<A>& p, std::s
   return out;
 }
 
-// Lean: Spec.MoE.routeKeptExperts — serves card_routeKept
+// Lean: Spec.MoE.routeKeptExperts — serves property ExactlyMinKEligibleKept
 // The kept experts best first (position r holds routeRank r), min(k, #eligible) of them;
 // O(E + k log k) after the groups. SpecError on a NaN key (outside StrictWeak).
 template <class A>
@@ -391,7 +393,7 @@ std::vector<bool> routeKeptMaskTotal(const RouteParams<A>& p, std::span<const A>
   return routeKeptMask(p, c);
 }
 
-// Lean: Spec.MoE.routeGatesFromScores — serves routeGates_eq_gatesVecSpec, routeGates_sum
+// Lean: Spec.MoE.routeGatesFromScores — serves routeGatesWith_mixtral, RenormalisedGates...
 // Dense gates (length E) given the scores s and the keys c (no exp: runs over mpq_class).
 // Kept on c; w_e = s_e (the UNBIASED score); if renormalize, w_e / total with total =
 // sumSpec of s over the kept experts in index order; then times scale. Others exactly 0.
@@ -414,7 +416,7 @@ std::vector<A> routeGatesFromScores(const RouteParams<A>& p, std::span<const A> 
   return gates;
 }
 
-// Lean: Spec.MoE.routeGatesWith — serves the Lean replay (gates with Lean's exps)
+// Lean: Spec.MoE.routeGatesWith — serves routeGatesWith_mixtral, the Lean replay
 template <class A, class ExpFn>
 std::vector<A> routeGatesWith(const RouteParams<A>& p, std::span<const A> logits, ExpFn&& expFn) {
   const std::vector<A> s = scoresSpecWith(p.score, logits, expFn);
@@ -422,7 +424,7 @@ std::vector<A> routeGatesWith(const RouteParams<A>& p, std::span<const A> logits
   return routeGatesFromScores(p, std::span<const A>(s), std::span<const A>(c));
 }
 
-// Lean: Spec.MoE.routeGates — serves routeGates_eq_gatesVecSpec, routeGates_sum
+// Lean: Spec.MoE.routeGates — serves routeGates_mixtralParams, routeGatesWith_mixtral
 template <HasExp A>
 std::vector<A> routeGates(const RouteParams<A>& p, std::span<const A> logits) {
   return routeGatesWith(p, logits, [](const A& v) { return Context<A>::exp(v); });
