@@ -329,7 +329,7 @@ TEST(FamilyEnclosure, ReducesToGatesEnclosure) {
   }
 }
 
-// sigmoid_softmax_same_kept: without bias and groups, both keep keptExperts(k, logits).
+// Over the reals, without bias and groups, both keep keptExperts(k, logits).
 TEST(FamilyEnclosure, SigmoidAndSoftmaxKeepTheSameExperts) {
   auto rng = oracle::testing::makeRng(206);
   for (int n = 0; n < 400; ++n) {

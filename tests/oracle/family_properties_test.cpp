@@ -101,7 +101,7 @@ TEST(FamilyReduction, ExactOverRationals) {
   }
 }
 
-TYPED_TEST(FamilyProperties, KeptExpertsLieInKeptGroups) {  // kept_in_kept_groups
+TYPED_TEST(FamilyProperties, KeptExpertsLieInKeptGroups) {
   forEachCase<TypeParam>(104, [](const auto& p, std::span<const TypeParam> c, auto&) {
     if (!groupScoresAreNumbers(p, c)) return;
     const std::vector<std::size_t> groups = keptGroups(p, c);
@@ -115,7 +115,7 @@ TYPED_TEST(FamilyProperties, KeptExpertsLieInKeptGroups) {  // kept_in_kept_grou
   });
 }
 
-TYPED_TEST(FamilyProperties, ExactlyMinKEligibleKept) {  // card_routeKept
+TYPED_TEST(FamilyProperties, ExactlyMinKEligibleKept) {  // exactly min(k, eligible)
   forEachCase<TypeParam>(105, [](const auto& p, std::span<const TypeParam> c, auto&) {
     if (!groupScoresAreNumbers(p, c)) return;
     const std::vector<bool> elig = eligibleMask(p, c);
@@ -179,7 +179,7 @@ TYPED_TEST(FamilyProperties, GroupScoresByDefinition) {
   });
 }
 
-// routeKept_bias_shift over Q: c + t for one constant t keeps the same experts, groups
+// Over Q: c + t for one constant t keeps the same experts, groups
 // included (each group score shifts by t or 2t alike).
 TEST(FamilyRationals, ConstantBiasShiftKeepsTheSameExperts) {
   forEachCase<mpq_class>(108, [](auto p, std::span<const mpq_class> s, auto& rng) {
@@ -201,7 +201,7 @@ TEST(FamilyRationals, ConstantBiasShiftKeepsTheSameExperts) {
   });
 }
 
-// routeGates_sum over Q: positive scores, renormalised, sum of the gates = scale exactly.
+// Over Q: positive scores, renormalised, sum of the gates = scale exactly.
 TEST(FamilyRationals, RenormalisedGatesSumToTheScale) {
   forEachCase<mpq_class>(109, [](auto p, std::span<const mpq_class> c, auto& rng) {
     std::vector<mpq_class> s(c.size());
