@@ -40,6 +40,7 @@ struct FamilyScratch {
   std::vector<float> scores;        // s, E entries (padded by the SIMD kernel)
   std::vector<float> keys;          // c = s + b (or s), same
   std::vector<float> groupScore;    // G entries (and room for one vector)
+  std::vector<float> groupSecond;   // each group's second key, where a kernel has them
   std::vector<int32_t> keptGroups;  // the kept groups, in index order
   std::vector<int32_t> order;       // group or eligible-expert indices being ranked
   std::vector<float> eligibleKeys;  // the eligible experts' keys, in index order
@@ -51,6 +52,7 @@ struct FamilyScratch {
     keys.resize(paddedExperts);
     // At least 16: the SIMD kernels load and store the group scores as one vector.
     groupScore.resize(static_cast<size_t>(std::max(p.groups, 16)));
+    groupSecond.resize(static_cast<size_t>(std::max(p.groups, 16)));
     keptGroups.resize(static_cast<size_t>(p.topkGroups));
     order.resize(static_cast<size_t>(std::max(p.groups, p.experts)));
     eligibleKeys.resize(static_cast<size_t>(p.eligibleCount()));

@@ -261,8 +261,10 @@ HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& ne
       p.top2Sum ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), r.m1), r.m2) : r.m1;
   // Group g's score to lane g, stored whole: KeepGroupsVector reloads it whole (single
   // stores of each would stall that load on store forwarding).
-  const __m512 ordered = _mm512_permutexvar_ps(_mm512_load_si512(net.laneOf), score);
-  _mm512_storeu_ps(scratch.groupScore.data(), ordered);
+  const __m512i order = _mm512_load_si512(net.laneOf);
+  _mm512_storeu_ps(scratch.groupScore.data(), _mm512_permutexvar_ps(order, score));
+  // Each group's second key, for the selection's threshold (SelectAndWrite).
+  _mm512_storeu_ps(scratch.groupSecond.data(), _mm512_permutexvar_ps(order, r.m2));
 }
 #else
 #define MOE_GROUP_NETWORK 0
@@ -316,25 +318,30 @@ HWY_INLINE void KeepGroupsVector(D d, const FamilyParams& p, FamilyScratch& scra
 }
 
 // Fast selection of the kk best keys among the eligible experts, whose vectors start at
-// starts[0..count) (each `span` long, the last clipped to n): every kept key is >= T, the
-// kk-th largest lane maximum, so only keys >= T are ranked (typically ~kk + 2). Writes
-// keptIds/keptKeys best first; false when more than one vector's worth pass T.
+// starts[0..count) (each `span` long, the last clipped to n): every kept key is >= T, a
+// value that at least kk eligible keys reach, so only keys >= T are ranked (typically
+// ~kk + 2). T is `floor` when given (not NaN) and few enough keys pass it, else the kk-th
+// largest lane maximum. Writes keptIds/keptKeys best first; false when more than one
+// vector's worth pass T.
 HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts, int32_t count,
-                           int32_t span, int32_t kk, const Rotations& rot, const float* s,
-                           int32_t* keptIds, float* keptKeys, float* keptTotal) {
+                           int32_t span, int32_t kk, const Rotations& rot, float floor,
+                           const float* s, int32_t* keptIds, float* keptKeys, float* keptTotal) {
   const hn::RebindToSigned<D> di;
   const auto lanes = static_cast<int32_t>(hn::Lanes(d));
-  V laneMax = hn::Set(d, kNegInf);
-  for (int32_t j = 0; j < count; ++j) {
-    for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
-      laneMax = hn::Max(laneMax, LoadBlock(d, c, b, n));
-    }
-  }
   const auto lane = hn::Iota(di, 0);
+  auto laneMaxOf = [&] {
+    V laneMax = hn::Set(d, kNegInf);
+    for (int32_t j = 0; j < count; ++j) {
+      for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
+        laneMax = hn::Max(laneMax, LoadBlock(d, c, b, n));
+      }
+    }
+    return laneMax;
+  };
   if (kk == 1) {
     // The argmax: the first eligible key equal to the largest (exact ties to the lower
     // index), its score the whole renormalising sum.
-    const V best = hn::MaxOfLanes(d, laneMax);
+    const V best = hn::MaxOfLanes(d, laneMaxOf());
     for (int32_t j = 0; j < count; ++j) {
       for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
         auto hit = hn::Eq(LoadBlock(d, c, b, n), best);
@@ -350,27 +357,35 @@ HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts
     }
     return false;  // unreachable without NaN keys
   }
-  const V vt = hn::Set(d, KthLargestLane(d, laneMax, kk, rot));
   // The candidates, in index order, gathered in registers: each vector's passing lanes
   // compressed, then moved to lanes [found, found + passing) (a store of each piece and a
-  // reload of the whole stalled on store forwarding).
-  // First every vector's count and where its piece starts (a short scalar chain), then the
-  // pieces, independent of one another.
+  // reload of the whole stalled on store forwarding). First every vector's count and where
+  // its piece starts (a short scalar chain), then the pieces, independent of one another.
   constexpr int32_t kMaxVectors = 64;
   int32_t pieceStart[kMaxVectors + 1];
-  int32_t vectors = 0;
-  pieceStart[0] = 0;
-  for (int32_t j = 0; j < count; ++j) {
-    for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
-      if (vectors == kMaxVectors) return false;
-      auto pass = hn::Ge(LoadBlock(d, c, b, n), vt);
-      if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
-      pieceStart[vectors + 1] = pieceStart[vectors] + static_cast<int32_t>(hn::CountTrue(d, pass));
-      ++vectors;
+  auto countPassing = [&](V vt) {  // the candidates' count, or lanes + 1 for too many
+    int32_t vectors = 0;
+    pieceStart[0] = 0;
+    for (int32_t j = 0; j < count; ++j) {
+      for (int32_t b = starts[j]; b < std::min(starts[j] + span, n); b += lanes) {
+        if (vectors == kMaxVectors) return lanes + 1;
+        auto pass = hn::Ge(LoadBlock(d, c, b, n), vt);
+        if (n - b < lanes) pass = hn::And(pass, hn::FirstN(d, static_cast<size_t>(n - b)));
+        pieceStart[vectors + 1] =
+            pieceStart[vectors] + static_cast<int32_t>(hn::CountTrue(d, pass));
+        ++vectors;
+      }
     }
+    return pieceStart[vectors];
+  };
+  V vt = hn::Set(d, floor);
+  int32_t found = floor == floor ? countPassing(vt) : lanes + 1;
+  if (found > lanes) {
+    vt = hn::Set(d, KthLargestLane(d, laneMaxOf(), kk, rot));
+    found = countPassing(vt);
+    if (found > lanes) return false;
   }
-  const int32_t found = pieceStart[vectors];
-  if (found > lanes) return false;
+
   V v = hn::Set(d, kNegInf);
   auto vIds = hn::Zero(di);
   int32_t piece = 0;
@@ -502,10 +517,21 @@ HWY_INLINE void SelectAndWrite(D d, const FamilyParams& p, const RowsSetup& setu
     spanCount = p.topkGroups;
     span = setup.size;
   }
+  // With the groups' second keys known (the merging network), the least second key of the
+  // kept groups is reached by two keys of each kept group: a threshold when that makes kk.
+  float floor = std::numeric_limits<float>::quiet_NaN();
+#if MOE_GROUP_NETWORK
+  if (setup.network && 2 * p.topkGroups >= setup.kk) {
+    floor = std::numeric_limits<float>::infinity();
+    for (int32_t j = 0; j < p.topkGroups; ++j) {
+      floor = std::min(floor, scratch.groupSecond[scratch.keptGroups[j]]);
+    }
+  }
+#endif
   float total;
-  if (setup.fastSelect &&
-      SelectFast(d, scratch.keys.data(), p.experts, spans, spanCount, span, setup.kk, setup.rot,
-                 scratch.scores.data(), scratch.keptIds.data(), scratch.keptKeys.data(), &total)) {
+  if (setup.fastSelect && SelectFast(d, scratch.keys.data(), p.experts, spans, spanCount, span,
+                                     setup.kk, setup.rot, floor, scratch.scores.data(),
+                                     scratch.keptIds.data(), scratch.keptKeys.data(), &total)) {
     writeFamilyGatesWithTotal(p, scratch.scores.data(), scratch.keptIds.data(), total, rowIds,
                               rowGates);
   } else {
