@@ -425,6 +425,23 @@ TEST_P(RouteV2, BatchInvariant) {
   }
 }
 
+// moe_route_v2_contract: the v2 ABI and the families this library supports (the fuzzer
+// draws only those), beside v1's contract, which stays as it was.
+TEST(RouteV2Contract, NamesTheAbiAndTheFamilies) {
+  for (const BuiltinRouter& router : builtinRouters()) {
+    const std::string v2(router.contract_v2_json);
+    SCOPED_TRACE(v2);
+    EXPECT_EQ(
+        v2.rfind("{\"abi\": \"moe_route_v2\", \"name\": \"" + std::string(router.name) + "\"", 0),
+        0u);
+    EXPECT_NE(v2.find("\"families\": {\"scores\": [\"softmax\", \"sigmoid\"], \"groups\": true, "
+                      "\"bias\": true}"),
+              std::string::npos);
+    EXPECT_EQ(v2.find("selects_on"), std::string::npos);
+    EXPECT_EQ(std::string(router.contract_json).find("moe_route_v2"), std::string::npos);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EachRouter, RouteV2, allBuiltinRouters(), routerTestName);
 
 }  // namespace
