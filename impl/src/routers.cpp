@@ -48,13 +48,12 @@ constexpr int kScalarProbsGateUlp = 0;
 constexpr int kGateUlp = 39;
 // v2 gate ulp, in the terms of docs/impl.md's "Gate budget" (u = 2^-24; c ulp of exp is
 // 2cu relative). A sigmoid score 1 / (1 + t) or t / (1 + t), t = exp(-|x|): the exp
-// (2cu, carried at most whole), the add (u), the division (u, and a second u for
-// DivideSmall's reciprocal, correct but in rare cases): at most (2c + 3)u, twice that
-// when t is in the numerator too: (4c + 3)u. A renormalised gate s / S * scale: the
-// numerator, the kept sum of kk terms ((4c + 3)u + (kk - 1)u), the division and the scale
-// (2u): (8c + kk + 7)u; c = 1.06 and kk = 8: 23.5u. The binary32 spec's own non-shared
+// (2cu, carried at most whole), the add (u), the division (u): at most (2c + 2)u, and
+// (4c + 2)u when t is in the numerator too. A renormalised gate s / S * scale: the
+// numerator, the kept sum of kk terms ((4c + 2)u + (kk - 1)u), the division and the scale
+// (2u): (8c + kk + 5)u; c = 1.06 and kk = 8: 21.5u. The binary32 spec's own non-shared
 // part with c = 0.502 (its sigmoid has the exp in the denominator only): (2c + 2)u per
-// score, (4c + 4 + kk - 1 + 2)u = 15u per gate, twice: 30u. N = 23.5 + 30, so 56 (with
+// score, (4c + 4 + kk - 1 + 2)u = 15u per gate, twice: 30u. N = 21.5 + 30, so 56 (with
 // room); beyond kk = 8 the sum grows by 3 ulp per expert, as for v1. Raw softmax gates
 // (not renormalised) divide by a sum over all E in another order: the verdict's E term.
 // The scalar v2 is the binary32 spec op by op with the host expf: 0.
