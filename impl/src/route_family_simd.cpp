@@ -1,11 +1,17 @@
 // The vectorised moe_route_v2 (Highway, every x86 target; called by name or by dynamic
 // dispatch). Per token: the scores and keys in one vector pass (sigmoid or softmax, with
-// the AVX-512 kernels' own exp where there is one), the group scores lane-wise when the
-// groups are whole vectors, then the kept groups, a threshold selection of the kept
-// experts over the eligible vectors, and the gates (family_select.hpp). Steps that do not
-// fit the fast paths (unaligned groups, too many candidates) take the scalar steps, which
-// decide exactly as the spec does. Orders of summation depend only on the parameters and
-// the target, so a token's result is bitwise independent of its batch.
+// the AVX-512 kernels' own exp where there is one, and a correctly rounded division); the
+// group scores of groups made of whole vectors by a merging network (AVX-512, up to 16
+// groups) or lane-wise reductions; the kept groups ranked in one vector; the kept experts
+// by a threshold that at least k eligible keys reach (the kept groups' second keys, or the
+// k-th largest lane maximum), ranking only the keys at or above it; the gates as
+// family_select.hpp writes them. Every decision applies the spec's comparisons and tie
+// rule to this kernel's binary32 keys and group scores (which differ from the spec's only
+// through the exp, and for softmax the order of its sum); rows that do not fit the fast
+// paths (unaligned groups, more candidates than a vector, k past half a vector) take the
+// scalar steps, which decide as the spec does. Tokens go four at a time, step by step.
+// Orders of summation depend only on the parameters and the target, so a token's result
+// is bitwise independent of its batch.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
