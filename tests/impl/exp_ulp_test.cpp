@@ -16,7 +16,7 @@
 
 #include "moe/detail/route_kernels.hpp"
 #include "moe/routers.hpp"
-#include "route_reference.hpp"
+#include "route_helpers.hpp"
 
 namespace moe::test {
 namespace {

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "moe/routers.hpp"
-#include "route_reference.hpp"
+#include "moe/test/seed.hpp"
+#include "route_helpers.hpp"
 
 namespace moe::test {
 namespace {
@@ -20,7 +21,7 @@ float widen(uint16_t bf16) {
 }
 
 TEST(RouteBf16, MatchesTheFp32PathOnWidenedValues) {
-  std::mt19937 rng(16);
+  std::mt19937 rng = testRng();
   std::normal_distribution<float> logit(0.0f, 3.0f);
   for (const int32_t experts : {1, 8, 33, 64, 256}) {
     for (const int32_t k : {1, 2, 8, 300}) {

@@ -1,8 +1,9 @@
 // Rows of 17..256 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
 // would go wrong (the AVX-512 kernels sort keys with 6 or 8 bits of the value given over to
-// the expert and hand ties and close values to the general path). Every router, against
-// the double-precision reference.
+// the expert and hand ties and close values to the general path). Every router, judged by
+// EXPECT_ROUTE_MATCH_EXACTLY: the values are close, never near-ties of the router's own
+// scores, so each token must be the spec's decision exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,14 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "judged_router.hpp"
 #include "moe/routers.hpp"
-#include "route_reference.hpp"
-#include "router_params.hpp"
+#include "moe/test/seed.hpp"
+#include "route_helpers.hpp"
 
 namespace moe::test {
 namespace {
 
-class RouterCloseValues : public RouterTest {};
+class RouterCloseValues : public JudgedRouterTest {};
 
 // The kk + 2 best of a row are 1.5 plus steps of `stepUlps` ulps of 1.5, in a shuffled
 // order at random places; the rest are spread below 0.
@@ -39,7 +41,7 @@ std::vector<float> closeTopRow(std::mt19937& rng, int32_t experts, int32_t top, 
 }
 
 TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
-  std::mt19937 rng(5);
+  std::mt19937 rng = testRng();
   // Logits mode orders the logits themselves: one ulp apart is enough. Probabilities mode
   // orders rounded probabilities; steps of 4 ulps or more keep the binary32 probabilities
   // in the logits' order (exp and division err by about 1.5 ulp).
@@ -49,11 +51,9 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
     for (const int32_t k : {2, 5, 8}) {
       for (const int32_t step : steps) {
         for (int rep = 0; rep < 20; ++rep) {
-          const auto row = closeTopRow(rng, experts, k + 2, step);
-          const Routed out = routeOrDie(*router_, 1, experts, k, row);
-          const RowReference ref = referenceRow(row.data(), experts, k, probsMode());
-          SCOPED_TRACE(testing::Message() << "E=" << experts << " k=" << k << " step=" << step);
-          for (int32_t s = 0; s < k; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+          SCOPED_TRACE(testing::Message() << "step=" << step << " ulps");
+          ASSERT_ROUTE_MATCH_EXACTLY(
+              *judged_, routeCase(1, experts, k, closeTopRow(rng, experts, k + 2, step)));
         }
       }
     }
@@ -108,11 +108,9 @@ TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
           const size_t larger = higherIndexLarger ? 10 : 3;
           row[smaller] = -0.5f + static_cast<float>(offset) * 0x1p-25f;
           row[larger] = row[smaller] + static_cast<float>(step) * 0x1p-25f;
-          const Routed out = routeOrDie(*router_, 1, experts, 3, row);
-          const RowReference ref = referenceRow(row.data(), experts, 3, probsMode());
-          SCOPED_TRACE(testing::Message() << "E=" << experts << " step=" << step
-                                          << " offset=" << offset << " larger=" << larger);
-          for (int32_t s = 0; s < 3; ++s) ASSERT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+          SCOPED_TRACE(testing::Message()
+                       << "step=" << step << " offset=" << offset << " larger=" << larger);
+          ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, 3, row));
         }
       }
     }
@@ -124,9 +122,7 @@ TEST_P(RouterCloseValues, ManyEqualValuesAboveTheThreshold) {
   for (const int32_t experts : {33, 64, 200}) {
     std::vector<float> row(static_cast<size_t>(experts), -1.0f);
     for (int32_t i = 0; i < 20; ++i) row[static_cast<size_t>((i * 7) % experts)] = 2.0f;
-    const RowReference ref = referenceRow(row.data(), experts, 8, probsMode());
-    const Routed out = routeOrDie(*router_, 1, experts, 8, row);
-    for (int32_t s = 0; s < 8; ++s) EXPECT_EQ(out.ids[static_cast<size_t>(s)], ref.ids[s]);
+    EXPECT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, 8, row));
   }
 }
 

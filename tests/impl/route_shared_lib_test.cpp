@@ -11,7 +11,8 @@
 
 #include "moe/route_abi.h"
 #include "moe/routers.hpp"
-#include "route_reference.hpp"
+#include "moe/test/seed.hpp"
+#include "route_helpers.hpp"
 #include "router_params.hpp"
 
 #ifndef MOE_ROUTER_LIB_DIR
@@ -72,7 +73,7 @@ TEST_P(SharedLib, RoutesAsTheInTreeRouter) {
     EXPECT_EQ(route_(1, 8, 1, x.data(), &id, &gate), MOE_ROUTE_EUNSUPPORTED);
     GTEST_SKIP() << GetParam() << ": this CPU lacks the ISA (the library says so, no SIGILL)";
   }
-  std::mt19937 rng(5);
+  std::mt19937 rng = testRng();
   std::normal_distribution<float> logit(0.0f, 2.0f);
   const int32_t tokens = 3000, experts = 64, k = 8;  // enough for the library's threads
   std::vector<float> logits(size_t(tokens) * experts);

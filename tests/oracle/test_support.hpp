@@ -1,6 +1,7 @@
 #pragma once
-// Random and adversarial score vectors for the property tests, and the test seed.
-// The seed is printed once per program and can be overridden with MOE_TEST_SEED.
+// Random and adversarial score vectors for the property tests, and the test seed: the one
+// seed of every suite (tests/support, moe/test/seed.hpp: MOE_TEST_SEED in decimal, printed
+// when a test fails).
 #include <gmpxx.h>
 #include <gtest/gtest.h>
 
@@ -13,16 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "moe/test/seed.hpp"
+
 namespace moe::oracle::testing {
 
 inline std::uint64_t testSeed() {
-  static const std::uint64_t seed = [] {
-    std::uint64_t s = 20261129;
-    if (const char* env = std::getenv("MOE_TEST_SEED")) s = std::strtoull(env, nullptr, 0);
-    std::printf("moe-oracle tests: MOE_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
+  return moe::test::testSeed();
 }
 
 // One generator per test, seeded from the test seed and the test's own salt.
