@@ -28,7 +28,7 @@ import time
 SKIP = 77
 REPO = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "."
 RUNNER = os.path.join(REPO, "fuzz", "campaign", "run_campaign.py")
-HERE = os.path.join(REPO, "tests", "nightly")
+HERE = os.path.join(REPO, "tests", "fuzz_campaign")
 TOY_SIGNATURE = "moe-oracle: toy-planted-bug-E3-k1"
 ROUTER_SIGNATURE = "moe-oracle: scalar-logits-tie-E5-k2"
 SEED_NAME = "seed-MoX"  # one seed in the repository's corpus

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace moe::nightly {
+namespace moe::fuzz_campaign {
 
 struct ProcessResult {
   bool exited = false;     // true: ended by exit(); false: killed by a signal or timed out
@@ -26,4 +26,4 @@ struct ProcessLimits {
 
 ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessLimits& limits = {});
 
-}  // namespace moe::nightly
+}  // namespace moe::fuzz_campaign

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace moe::nightly {
+namespace moe::fuzz_campaign {
 
 std::string ProcessResult::describe() const {
   if (timed_out) return "timed out";
@@ -93,4 +93,4 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessLimi
   return result;
 }
 
-}  // namespace moe::nightly
+}  // namespace moe::fuzz_campaign

@@ -185,7 +185,7 @@ class ReportPageTest(unittest.TestCase):
     the same page in Chromium, where Chromium is installed)."""
 
     def page(self):
-        with open(os.path.join(REPO, "tests", "nightly", "data", "sample_report.json"),
+        with open(os.path.join(REPO, "tests", "fuzz_campaign", "data", "sample_report.json"),
                   encoding="utf-8") as f:
             return report_html.render(json.load(f))
 

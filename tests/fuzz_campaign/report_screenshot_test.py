@@ -106,7 +106,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="moe-report-") as tmp:
         html = os.path.join(tmp, "report.html")
         subprocess.run([sys.executable, os.path.join(repo, "fuzz/campaign/render_report.py"),
-                        os.path.join(repo, "tests/nightly/data/sample_report.json"), "-o",
+                        os.path.join(repo, "tests/fuzz_campaign/data/sample_report.json"), "-o",
                         html], check=True, stdout=subprocess.DEVNULL)
         with open(html, encoding="utf-8") as f:
             page = f.read()

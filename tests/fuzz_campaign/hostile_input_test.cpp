@@ -14,8 +14,8 @@
 #include "run_process.hpp"
 
 namespace fs = std::filesystem;
-using moe::nightly::ProcessResult;
-using moe::nightly::runProcess;
+using moe::fuzz_campaign::ProcessResult;
+using moe::fuzz_campaign::runProcess;
 
 namespace {
 
@@ -23,8 +23,8 @@ namespace {
 const std::string kValidVectors = R"({
   "algorithm": "moe-topk-routing",
   "schema": "moe_vectors_v1.schema.json",
-  "generatorVersion": "nightly-hostile-input-test",
-  "provenance": {"source": "tests/nightly"},
+  "generatorVersion": "fuzz-campaign-hostile-input-test",
+  "provenance": {"source": "tests/fuzz_campaign"},
   "header": ["two experts, k = 1"],
   "notes": {},
   "numberOfTests": 1,
