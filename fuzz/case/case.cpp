@@ -287,6 +287,10 @@ Case drawCase(ByteSource& src, const ShapeSpace& space) {
   return c;
 }
 
+void drawLogits(ByteSource& src, Case& c) {
+  fillLogits(src, c);
+}
+
 Case decodeCase(ByteSource& src, int32_t maxExperts) {
   return decodeFrom(src, maxExperts);
 }
@@ -360,6 +364,7 @@ nlohmann::json caseToJSON(const Case& c) {
   j["allowNaN"] = c.allowNaN;
   auto& l = j["logits"] = nlohmann::json::array();
   for (float x : c.logits) l.push_back(hex32(x));
+  if (c.family) j["family"] = familyToJSON(*c.family);
   return j;
 }
 
@@ -394,6 +399,7 @@ Case caseFromJSON(const nlohmann::json& j) {
   }
   for (const auto& v : l) c.logits.push_back(parseHex32(v.get<std::string>()));
   if (c.split < 0 || c.split > c.tokens) c.split = 0;
+  if (j.contains("family")) c.family = familyFromJSON(j.at("family"), c.experts);
   return c;
 }
 

@@ -128,6 +128,35 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
   return s;
 }
 
+// "families": {"scores": [...], "groups": bool, "bias": bool}; absent fields: softmax only,
+// no groups, no bias.
+Families parseFamilies(const nlohmann::json& j) {
+  if (!j.is_object()) throw contractError("\"families\" must be an object");
+  rejectUnknownKeys(j, property("families"), "families.");
+  Families f;
+  if (j.contains("scores")) {
+    const auto& scores = j["scores"];
+    if (!scores.is_array() || scores.empty()) {
+      throw contractError("\"families.scores\" must be a non-empty array");
+    }
+    const auto& allowed = property("families.scores").at("items").at("enum");
+    f.softmax = f.sigmoid = false;
+    for (const auto& s : scores) {
+      if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+        throw contractError(
+            fmt::format("\"families.scores\" holds {}, got {}", allowed.dump(), s.dump()));
+      }
+      (s == "softmax" ? f.softmax : f.sigmoid) = true;
+    }
+  }
+  for (auto [key, out] : {std::pair{"groups", &f.groups}, std::pair{"bias", &f.bias}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_boolean()) throw contractError(fmt::format("\"families.{}\" must be bool", key));
+    *out = j[key].get<bool>();
+  }
+  return f;
+}
+
 }  // namespace
 
 const char* tieOrderName(TieOrder t) {
@@ -154,11 +183,14 @@ Contract parseContract(std::string_view text) {
   };
   str("name", c.name);
   str("nonfinite_rows", c.nonfiniteRows);
-  for (const char* key : {"abi", "compute"}) {
-    if (j.contains(key) && j[key] != property(key).at("const")) {
-      throw contractError(fmt::format("\"{}\" must be {}, got {}", key,
-                                      property(key).at("const").dump(), j[key].dump()));
-    }
+  if (j.contains("compute") && j["compute"] != property("compute").at("const")) {
+    throw contractError(fmt::format("\"compute\" must be {}, got {}",
+                                    property("compute").at("const").dump(), j["compute"].dump()));
+  }
+  if (j.contains("abi")) c.abi = enumValue(j["abi"], "abi");
+  if (j.contains("families")) {
+    if (!c.v2()) throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" only");
+    c.families = parseFamilies(j["families"]);
   }
   if (j.contains("selects_on")) {
     c.selectsOn = enumValue(j["selects_on"], "selects_on") == "logits" ? SelectsOn::kLogits
@@ -220,6 +252,12 @@ std::string contractToJSON(const Contract& c) {
   j["gate_budget"] = {{"spec32_factor", c.gateBudget.spec32Factor}, {"ulp", c.gateBudget.ulp}};
   j["nonfinite_rows"] = c.nonfiniteRows;
   j["tie_order"] = tieOrderName(c.tieOrder);
+  if (c.v2()) {
+    nlohmann::json scores = nlohmann::json::array();
+    if (c.families.softmax) scores.push_back("softmax");
+    if (c.families.sigmoid) scores.push_back("sigmoid");
+    j["families"] = {{"scores", scores}, {"groups", c.families.groups}, {"bias", c.families.bias}};
+  }
   if (!c.shapes.any()) {
     nlohmann::json s = nlohmann::json::object();
     // One item per range, as the schema's pattern has it ("8-16", "256").

@@ -9,7 +9,7 @@ namespace {
 
 // The one name table. The spellings are an interface (scripts grep signatures): never
 // rename one.
-constexpr std::array<std::pair<ViolationKind, std::string_view>, 17> kNames = {{
+constexpr std::array<std::pair<ViolationKind, std::string_view>, 25> kNames = {{
     {ViolationKind::kNone, "none"},
     {ViolationKind::kIdOutOfRange, "id-out-of-range"},
     {ViolationKind::kIdRepeated, "id-repeated"},
@@ -27,6 +27,14 @@ constexpr std::array<std::pair<ViolationKind, std::string_view>, 17> kNames = {{
     {ViolationKind::kOutOfBoundsWrite, "out-of-bounds-write"},
     {ViolationKind::kBadStatus, "bad-status"},
     {ViolationKind::kException, "exception"},
+    {ViolationKind::kKeptGroup, "kept-group"},
+    {ViolationKind::kGroupTieOrder, "group-tie-order"},
+    {ViolationKind::kBiasedKey, "biased-key"},
+    {ViolationKind::kGateBias, "gate-bias"},
+    {ViolationKind::kGateScale, "gate-scale"},
+    {ViolationKind::kGateRenorm, "gate-renorm"},
+    {ViolationKind::kBadParamsAccepted, "bad-params-accepted"},
+    {ViolationKind::kBadParamsWritten, "bad-params-written"},
 }};
 
 }  // namespace
@@ -48,7 +56,8 @@ std::optional<ViolationKind> kindFromName(std::string_view name) {
 bool isCallFault(ViolationKind kind) {
   return kind == ViolationKind::kCrash || kind == ViolationKind::kHang ||
          kind == ViolationKind::kOutOfBoundsWrite || kind == ViolationKind::kBadStatus ||
-         kind == ViolationKind::kException;
+         kind == ViolationKind::kException || kind == ViolationKind::kBadParamsAccepted ||
+         kind == ViolationKind::kBadParamsWritten;
 }
 
 bool isTokenKind(ViolationKind kind) {

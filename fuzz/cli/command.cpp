@@ -94,6 +94,7 @@ struct VerdictFlags {
 struct RunFlags {
   bool inProcess = false;
   double callTimeout = 0;
+  std::string abi;
 
   void add(CLI::App* cmd) {
     cmd->add_flag("--in-process", inProcess,
@@ -103,9 +104,15 @@ struct RunFlags {
                     "seconds before a call of an isolated library counts as a hang (default: 10 "
                     "s plus 2 ns per token, expert and kept slot)")
         ->check(positiveFinite(false));
+    cmd->add_option("--abi", abi,
+                    "the entry point to fuzz: moe_route_v1 or moe_route_v2 (default: a library's "
+                    "moe_route_v2 when it exports one, else moe_route_v1; built-in routers and "
+                    "spec32: moe_route_v1)")
+        ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2)}));
   }
   RouterOptions options() const {
     RouterOptions o;
+    o.abi = abi;
     o.inProcess = inProcess;
     o.callTimeout = callTimeout;
     o.stop = &gStopSignal;

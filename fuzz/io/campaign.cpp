@@ -138,7 +138,10 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       s.interrupted = true;
       break;
     }
-    Case c = drawCase(source, options.shapes);  // not const: a violation shrinks it
+    // Not const: a violation shrinks it. A v2 router gets the family's cases.
+    Case c = router.contract().v2()
+                 ? drawFamilyCase(source, options.shapes, router.contract().families)
+                 : drawCase(source, options.shapes);
     CaseResult r = judge.run(router, c);
     ++s.cases;
     if (r.abstained) {

@@ -158,7 +158,9 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
       const Router* run = impl;
       const std::string name = t.value("impl", std::string());
       if (!run && std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
-        named = openRouter(name);
+        RouterOptions o;
+        if (c.family) o.abi = std::string(kAbiV2);  // a moe_route_v2 case: the router's v2
+        named = openRouter(name, o);
         run = named.get();
       }
       if (run) {

@@ -111,6 +111,10 @@ class Shrinker {
     Case cand = c_;
     cand.experts = c_.experts - count;
     cand.k = k;
+    if (cand.family && !cand.family->bias.empty()) {  // the bias loses the same columns
+      auto& b = cand.family->bias;
+      b.erase(b.begin() + first, b.begin() + first + count);
+    }
     cand.logits.clear();
     for (int32_t t = 0; t < c_.tokens; ++t) {
       const auto row = c_.row(t);
@@ -121,6 +125,8 @@ class Shrinker {
   }
 
   void shrinkExperts() {
+    // Groups fix E's divisors: a family case with groups keeps its experts.
+    if (c_.family && c_.family->groups != 1) return;
     for (int32_t chunk = c_.experts / 2; chunk >= 1; chunk /= 2) {
       for (int32_t first = 0; first + chunk <= c_.experts && c_.experts > 1;) {
         if (expired()) return;

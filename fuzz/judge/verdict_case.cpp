@@ -8,6 +8,9 @@
 
 namespace moe::fuzz {
 
+// route_abi.h's MOE_ROUTE_EBADPARAMS (fuzz/judge does not include impl/ headers).
+constexpr int MOE_ROUTE_EBADPARAMS_STATUS = 6;
+
 Outcome CaseResult::worst() const {
   Outcome w = Outcome::kExact;
   for (const Verdict& v : tokens) w = std::max(w, v.outcome);
@@ -23,9 +26,14 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
   r.output.gates.assign(gates.begin(), gates.end());
   const size_t k = static_cast<size_t>(c.k);
   r.tokens.reserve(static_cast<size_t>(c.tokens));
+  // A v1 case judged for a v2 router: the family v1's probabilities mode is (Router::route).
+  const Family mixtral;
+  const Family* family = c.family ? &*c.family : contract.v2() ? &mixtral : nullptr;
   for (int32_t t = 0; t < c.tokens; ++t) {
-    Verdict v = judgeToken(c.row(t), c.k, ids.subspan(t * k, k), gates.subspan(t * k, k), contract,
-                           config, levels);
+    Verdict v = family ? judgeFamilyToken(c.row(t), *family, c.k, ids.subspan(t * k, k),
+                                          gates.subspan(t * k, k), contract, config, levels)
+                       : judgeToken(c.row(t), c.k, ids.subspan(t * k, k), gates.subspan(t * k, k),
+                                    contract, config, levels);
     v.token = t;
     r.tokens.push_back(v);
     if (v.outcome == Outcome::kViolation) {
@@ -78,7 +86,8 @@ std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
   const size_t E = static_cast<size_t>(c.experts);
   auto runRange = [&](int32_t first, int32_t count, int32_t threads) {
     return router.route(count, c.experts, c.k,
-                        std::span<const float>(c.logits).subspan(first * E, count * E), threads);
+                        std::span<const float>(c.logits).subspan(first * E, count * E), threads,
+                        c.family ? &*c.family : nullptr);
   };
   int mode = (c.variant >> 4) % 3;
   if (mode == 1 && !(c.split > 0 && c.split < c.tokens)) mode = 0;
@@ -99,9 +108,62 @@ std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
 
 }  // namespace
 
+// Parameters outside the domain: MOE_ROUTE_EBADPARAMS and the outputs as they were given
+// (the sentinels Router::route fills them with), or a finding.
+std::optional<Verdict> checkInvalidParams(const Case& c, const RouteOutput& out,
+                                          const std::string& why) {
+  Verdict v;
+  v.outcome = Outcome::kViolation;
+  if (out.status != MOE_ROUTE_EBADPARAMS_STATUS) {
+    v.kind = ViolationKind::kBadParamsAccepted;
+    v.tag = fmt::format("status-{}", out.status);
+    v.certificate = fmt::format(
+        "returned {} for parameters outside the domain ({}: {}); route_abi.h asks for "
+        "MOE_ROUTE_EBADPARAMS (6) with nothing written",
+        out.status, familyText(*c.family), why);
+    return v;
+  }
+  for (size_t s = 0; s < out.ids.size(); ++s) {
+    if (out.ids[s] != -2 || bitsOf(out.gates[s]) != 0x7fa00000u) {
+      v.kind = ViolationKind::kBadParamsWritten;
+      v.certificate = fmt::format(
+          "returned MOE_ROUTE_EBADPARAMS ({}: {}) but wrote slot {} (token {}): id {} gate {}; "
+          "route_abi.h: nothing written",
+          familyText(*c.family), why, s, c.k > 0 ? s / c.k : 0, out.ids[s], hex32(out.gates[s]));
+      v.token = c.k > 0 ? static_cast<int32_t>(s / c.k) : 0;
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
 CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
                      LevelCounters& levels) {
-  RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads);
+  RouteOutput out =
+      router.route(c.tokens, c.experts, c.k, c.logits, c.threads, c.family ? &*c.family : nullptr);
+  if (!out.fault && c.family && router.contract().v2() &&
+      !(out.abstained && out.abstainReason == "not available on this CPU")) {
+    const std::string why = familyInvalidReason(*c.family, c.experts);
+    if (!why.empty()) {
+      CaseResult r;
+      r.violation = checkInvalidParams(c, out, why);
+      if (!r.violation) {
+        Verdict ok;
+        ok.outcome = Outcome::kExact;
+        r.tokens.push_back(ok);
+      }
+      r.output = std::move(out);
+      return r;
+    }
+    if (out.status == MOE_ROUTE_EBADPARAMS_STATUS) {
+      out.abstained = false;
+      out.fault = RouteFault{ViolationKind::kBadStatus,
+                             fmt::format("returned MOE_ROUTE_EBADPARAMS (6) for valid parameters "
+                                         "({})",
+                                         familyText(*c.family)),
+                             "status-6"};
+    }
+  }
   if (out.fault) {
     // The call itself failed: the finding is the case, there is no output to judge.
     CaseResult r;

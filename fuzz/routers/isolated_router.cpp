@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "params_v2.hpp"
+
 namespace moe::fuzz {
 
 namespace {
@@ -55,8 +57,13 @@ Layout layoutFor(size_t logits, size_t slots) {
 
 // ---- Messages on the two pipes. ------------------------------------------------------------
 
+// A v2 call carries the family's parameters; its bias (experts floats) follows the logits
+// in the region.
 struct Request {
   int32_t tokens = 0, experts = 0, k = 0;
+  int32_t v2 = 0, score = 0, groups = 1, topkGroups = 1, groupScore = 0, renormalize = 1;
+  int32_t structShort = 0, hasBias = 0;
+  float scale = 1.0f;
 };
 
 enum class Stray : int32_t { kNone = 0, kPastIds, kPastGates, kBeforeIds, kBeforeGates };
@@ -127,14 +134,17 @@ bool canaryIntact(const uint8_t* before) {
   return std::all_of(before, before + kCanaryBytes, [](uint8_t b) { return b == kCanary; });
 }
 
-[[noreturn]] void serve(int requests, int replies, const std::string& path, uint8_t* region) {
+[[noreturn]] void serve(int requests, int replies, const std::string& path, const std::string& abi,
+                        uint8_t* region) {
   signal(SIGINT, SIG_IGN);  // Ctrl-C is for the parent, which ends the run cleanly
   signal(SIGTERM, SIG_DFL);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the judge
   gReplyFd = replies;
+  int32_t version = 1;
   auto hello = [&](HelloCode code, const std::string& text) {
     const auto n = static_cast<uint32_t>(text.size());
     writeAll(replies, &code, sizeof code);
+    writeAll(replies, &version, sizeof version);
     writeAll(replies, &n, sizeof n);
     writeAll(replies, text.data(), text.size());
   };
@@ -144,12 +154,15 @@ bool canaryIntact(const uint8_t* before) {
     _exit(0);
   }
   auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
-  if (!route) {
-    hello(HelloCode::kError,
-          fmt::format("router library {} does not export moe_route_v1 (extern \"C\")", path));
+  auto routeV2 = reinterpret_cast<AbiRouteV2>(dlsym(handle, "moe_route_v2"));
+  try {
+    version = chooseAbi(abi, route != nullptr, routeV2 != nullptr, path) ? 2 : 1;
+  } catch (const RouterLoadError& e) {
+    hello(HelloCode::kError, e.what());
     _exit(0);
   }
-  if (auto contract = reinterpret_cast<AbiContract>(dlsym(handle, "moe_route_v1_contract"))) {
+  if (auto contract = reinterpret_cast<AbiContract>(
+          dlsym(handle, version == 2 ? "moe_route_v2_contract" : "moe_route_v1_contract"))) {
     const char* text = contract();
     hello(HelloCode::kContract, text ? text : "");
   } else {
@@ -176,7 +189,8 @@ bool canaryIntact(const uint8_t* before) {
   while (readAll(requests, &q, sizeof q)) {
     const size_t logits = static_cast<size_t>(q.tokens) * static_cast<size_t>(q.experts);
     const size_t slots = static_cast<size_t>(q.tokens) * static_cast<size_t>(q.k);
-    const Layout l = layoutFor(logits, slots);
+    const size_t biasCount = q.hasBias ? static_cast<size_t>(q.experts) : 0;
+    const Layout l = layoutFor(logits + biasCount, slots);
     if (!haveGuards || l.idsGuard != guarded.idsGuard || l.gatesGuard != guarded.gatesGuard) {
       if (haveGuards) {
         mprotect(region + guarded.idsGuard, page, PROT_READ | PROT_WRITE);
@@ -190,10 +204,25 @@ bool canaryIntact(const uint8_t* before) {
     gIdsGuard = reinterpret_cast<uintptr_t>(region + l.idsGuard);
     gGatesGuard = reinterpret_cast<uintptr_t>(region + l.gatesGuard);
     Reply r;
-    r.status =
-        route(q.tokens, q.experts, q.k, logits ? reinterpret_cast<const float*>(region) : nullptr,
-              slots ? reinterpret_cast<int32_t*>(region + l.ids) : nullptr,
-              slots ? reinterpret_cast<float*>(region + l.gates) : nullptr);
+    const float* logitsAt = logits ? reinterpret_cast<const float*>(region) : nullptr;
+    int32_t* idsAt = slots ? reinterpret_cast<int32_t*>(region + l.ids) : nullptr;
+    float* gatesAt = slots ? reinterpret_cast<float*>(region + l.gates) : nullptr;
+    if (q.v2) {
+      Family f;
+      f.score = q.score;
+      f.groups = q.groups;
+      f.topkGroups = q.topkGroups;
+      f.groupScore = q.groupScore;
+      f.renormalize = q.renormalize;
+      f.scale = q.scale;
+      f.structShort = q.structShort;
+      const float* bias = q.hasBias ? reinterpret_cast<const float*>(region + logits * 4) : nullptr;
+      const moe_route_params_v2 p = paramsV2(f, q.tokens, q.experts, q.k, bias);
+      r.status = version == 2 ? routeV2(&p, logitsAt, idsAt, gatesAt) : MOE_ROUTE_EUNSUPPORTED;
+    } else {
+      r.status = route ? route(q.tokens, q.experts, q.k, logitsAt, idsAt, gatesAt)
+                       : MOE_ROUTE_EUNSUPPORTED;
+    }
     gIdsGuard = 0;
     gGatesGuard = 0;
     if (!canaryIntact(region + l.ids - kCanaryBytes)) r.stray = Stray::kBeforeIds;
@@ -218,7 +247,8 @@ const size_t kInitialRegion = layoutFor(size_t{1} << 24, (size_t{1} << 24) + (si
 
 class Child {
  public:
-  explicit Child(std::string path) : path_(std::move(path)) {}
+  Child(std::string path, std::string abi) : path_(std::move(path)), abi_(std::move(abi)) {}
+  int32_t version() const { return version_; }
   ~Child() {
     stop();
     if (region_) munmap(region_, size_);
@@ -263,7 +293,7 @@ class Child {
     if (pid == 0) {
       close(req[1]);
       close(rep[0]);
-      serve(req[0], rep[1], path_, region_);
+      serve(req[0], rep[1], path_, abi_, region_);
     }
     close(req[0]);
     close(rep[1]);
@@ -273,7 +303,8 @@ class Child {
     Hello h;
     uint32_t n = 0;
     if (waitReadable(loadSeconds, nullptr) != Wait::kReady ||
-        !readAll(replies_, &h.code, sizeof h.code) || !readAll(replies_, &n, sizeof n)) {
+        !readAll(replies_, &h.code, sizeof h.code) ||
+        !readAll(replies_, &version_, sizeof version_) || !readAll(replies_, &n, sizeof n)) {
       return {HelloCode::kError,
               fmt::format("the library did not load in the child: {}", reap().detail)};
     }
@@ -338,6 +369,8 @@ class Child {
 
  private:
   std::string path_;
+  std::string abi_;
+  int32_t version_ = 1;
   uint8_t* region_ = nullptr;
   size_t size_ = 0;
   pid_t pid_ = -1;
@@ -371,9 +404,21 @@ class IsolatedLibraryRouter final : public Router {
 
   int callChecked(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
                   float* gates, int32_t, RouteFault& fault) const override {
+    return run(nullptr, tokens, experts, k, logits, ids, gates, fault);
+  }
+
+  int callV2(const Family& f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
+             int32_t* ids, float* gates, int32_t, RouteFault& fault) const override {
+    return run(&f, tokens, experts, k, logits, ids, gates, fault);
+  }
+
+ private:
+  int run(const Family* f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
+          int32_t* ids, float* gates, RouteFault& fault) const {
     const size_t L = static_cast<size_t>(tokens) * static_cast<size_t>(experts);
     const size_t S = static_cast<size_t>(tokens) * static_cast<size_t>(k);
-    const Layout l = layoutFor(L, S);
+    const size_t B = f && !f->bias.empty() ? f->bias.size() : 0;
+    const Layout l = layoutFor(L + B, S);
     child_->reserve(l.end);
     if (!child_->running()) {
       Child::Hello h = child_->start(kLoadSeconds);
@@ -384,13 +429,26 @@ class IsolatedLibraryRouter final : public Router {
     }
     uint8_t* region = child_->region();
     if (L > 0) std::memcpy(region, logits, L * 4);
+    if (B > 0) std::memcpy(region + L * 4, f->bias.data(), B * 4);
     if (S > 0) {
       std::memcpy(region + l.ids, ids, S * 4);
       std::memcpy(region + l.gates, gates, S * 4);
     }
     std::memset(region + l.ids - kCanaryBytes, kCanary, kCanaryBytes);
     std::memset(region + l.gates - kCanaryBytes, kCanary, kCanaryBytes);
-    if (!child_->send({tokens, experts, k})) return crashed(fault);
+    Request q{tokens, experts, k};
+    if (f) {
+      q.v2 = 1;
+      q.score = f->score;
+      q.groups = f->groups;
+      q.topkGroups = f->topkGroups;
+      q.groupScore = f->groupScore;
+      q.renormalize = f->renormalize;
+      q.structShort = f->structShort;
+      q.hasBias = B > 0;
+      q.scale = f->scale;
+    }
+    if (!child_->send(q)) return crashed(fault);
     const double limit =
         options_.callTimeout > 0 ? options_.callTimeout : defaultTimeout(L, S, k, experts);
     switch (child_->waitReadable(limit, options_.stop)) {
@@ -422,7 +480,6 @@ class IsolatedLibraryRouter final : public Router {
     return r.status;
   }
 
- private:
   int crashed(RouteFault& fault) const {
     const Child::Ending end = child_->reap();
     fault = {ViolationKind::kCrash, "the library under test died during the call: " + end.detail,
@@ -468,13 +525,15 @@ class IsolatedLibraryRouter final : public Router {
 std::unique_ptr<Router> openIsolatedLibrary(const std::string& path, const RouterOptions& options) {
   // A child that dies mid-request must not take the judge with it through SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
-  auto child = std::make_unique<Child>(path);
+  auto child = std::make_unique<Child>(path, options.abi);
   Child::Hello h = child->start(kLoadSeconds);
   if (h.code == HelloCode::kError) throw RouterLoadError(h.text);
+  const bool v2 = child->version() == 2;
   Contract contract;
+  if (v2) contract.abi = std::string(kAbiV2);
   if (h.code == HelloCode::kContract) {
     try {
-      contract = parseContract(h.text);
+      contract = parseContractFor(h.text, v2);
     } catch (const std::invalid_argument& e) {
       throw RouterLoadError(fmt::format("router library {}: {}", path, e.what()));
     }

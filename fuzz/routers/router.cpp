@@ -13,35 +13,50 @@
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
 #include "moe/routers.hpp"
+#include "params_v2.hpp"
+#include "spec32_family.hpp"
 
 namespace moe::fuzz {
 
 // Slots are pre-filled with values no correct router leaves behind (id -2, a signalling
 // NaN gate), so a slot the router forgot to write fails the structure check.
 RouteOutput Router::route(int32_t tokens, int32_t experts, int32_t k, std::span<const float> logits,
-                          int32_t threads) const {
+                          int32_t threads, const Family* family) const {
   RouteOutput out;
   if (!available()) {
     out.abstained = true;
     out.abstainReason = "not available on this CPU";
     return out;
   }
+  if (family && !contract_.v2()) {
+    out.abstained = true;
+    out.abstainReason = "a moe_route_v1 router has no routing family (a moe_route_v2 case)";
+    return out;
+  }
   const size_t slots = static_cast<size_t>(tokens) * static_cast<size_t>(k);
   out.ids.assign(slots, -2);
   out.gates.assign(slots, std::bit_cast<float>(0x7fa00000u));
   RouteFault fault;
-  const int status = callChecked(tokens, experts, k, logits.data(), out.ids.data(),
-                                 out.gates.data(), threads, fault);
+  // A v2 router given a v1 case: the family that v1's probabilities mode is (Mixtral's).
+  const Family mixtral;
+  if (!family && contract_.v2()) family = &mixtral;
+  const int status = family ? callV2(*family, tokens, experts, k, logits.data(), out.ids.data(),
+                                     out.gates.data(), threads, fault)
+                            : callChecked(tokens, experts, k, logits.data(), out.ids.data(),
+                                          out.gates.data(), threads, fault);
+  out.status = status;
   if (fault.kind != ViolationKind::kNone) {
     out.fault = std::move(fault);
     return out;
   }
-  // route_abi.h defines 0 to 5; anything else is a kernel bug, not an abstention.
-  if (status < 0 || status > 5) {
+  // route_abi.h defines 0 to 5, and 6 (EBADPARAMS) for v2; anything else is a kernel bug,
+  // not an abstention.
+  const int maxStatus = family ? MOE_ROUTE_EBADPARAMS : MOE_ROUTE_EINTERNAL;
+  if (status < 0 || status > maxStatus) {
     out.fault = RouteFault{ViolationKind::kBadStatus,
                            fmt::format("returned {}, a status route_abi.h does not define "
-                                       "(0 success, 1 to 5 the MOE_ROUTE_E* codes)",
-                                       status),
+                                       "(0 success, 1 to {} the MOE_ROUTE_E* codes{})",
+                                       status, maxStatus, family ? "" : " of moe_route_v1"),
                            fmt::format("status-{}", status)};
     return out;
   }
@@ -57,8 +72,8 @@ namespace {
 class BuiltinAdapter final : public Router {
  public:
   // available() is asked once: it queries the CPU's targets, too slow to repeat per call.
-  explicit BuiltinAdapter(const moe::BuiltinRouter& r)
-      : Router(std::string(r.name), parseContract(r.contract_json)),
+  BuiltinAdapter(const moe::BuiltinRouter& r, bool v2)
+      : Router(std::string(r.name), parseContract(v2 ? r.contract_v2_json : r.contract_json)),
         router_(r),
         available_(r.available()) {}
 
@@ -66,6 +81,12 @@ class BuiltinAdapter final : public Router {
   int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
            float* gates, int32_t threads) const override {
     return router_.route(tokens, experts, k, logits, ids, gates, threads);
+  }
+  int callV2(const Family& f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
+             int32_t* ids, float* gates, int32_t threads, RouteFault&) const override {
+    const moe_route_params_v2 p =
+        paramsV2(f, tokens, experts, k, f.bias.empty() ? nullptr : f.bias.data());
+    return router_.route_v2(&p, logits, ids, gates, threads);
   }
   bool available() const override { return available_; }
 
@@ -79,42 +100,55 @@ using AbiContract = const char* (*)();
 
 class SharedLibraryRouter final : public Router {
  public:
-  SharedLibraryRouter(std::string name, Contract contract, void* handle, AbiRoute route)
-      : Router(std::move(name), std::move(contract)), handle_(handle), route_(route) {}
+  SharedLibraryRouter(std::string name, Contract contract, void* handle, AbiRoute route,
+                      AbiRouteV2 routeV2)
+      : Router(std::move(name), std::move(contract)),
+        handle_(handle),
+        route_(route),
+        routeV2_(routeV2) {}
   ~SharedLibraryRouter() override { dlclose(handle_); }
 
  protected:
   int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
            float* gates, int32_t) const override {
-    return route_(tokens, experts, k, logits, ids, gates);
+    return route_ ? route_(tokens, experts, k, logits, ids, gates) : MOE_ROUTE_EUNSUPPORTED;
+  }
+  int callV2(const Family& f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
+             int32_t* ids, float* gates, int32_t, RouteFault&) const override {
+    const moe_route_params_v2 p =
+        paramsV2(f, tokens, experts, k, f.bias.empty() ? nullptr : f.bias.data());
+    return routeV2_(&p, logits, ids, gates);
   }
 
  private:
   void* handle_;
   AbiRoute route_;
+  AbiRouteV2 routeV2_;
 };
 
-std::unique_ptr<Router> loadSharedLibrary(const std::string& path) {
+std::unique_ptr<Router> loadSharedLibrary(const std::string& path, const std::string& abi) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw RouterLoadError(fmt::format("cannot load router library: {}", dlerror()));
-  auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
-  if (!route) {
+  auto fail = [&](const std::string& why) {
     dlclose(handle);
-    throw RouterLoadError(
-        fmt::format("router library {} does not export moe_route_v1 (extern \"C\")", path));
-  }
+    return RouterLoadError(fmt::format("router library {}: {}", path, why));
+  };
+  auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
+  auto routeV2 = reinterpret_cast<AbiRouteV2>(dlsym(handle, "moe_route_v2"));
+  const bool v2 = chooseAbi(abi, route != nullptr, routeV2 != nullptr, path);
   Contract contract;
-  if (auto contractFn = reinterpret_cast<AbiContract>(dlsym(handle, "moe_route_v1_contract"))) {
+  if (v2) contract.abi = std::string(kAbiV2);
+  if (auto contractFn = reinterpret_cast<AbiContract>(
+          dlsym(handle, v2 ? "moe_route_v2_contract" : "moe_route_v1_contract"))) {
     const char* text = contractFn();
     try {
-      contract = parseContract(text ? text : "");
+      contract = parseContractFor(text ? text : "", v2);
     } catch (const std::invalid_argument& e) {
-      dlclose(handle);
-      throw RouterLoadError(fmt::format("router library {}: {}", path, e.what()));
+      throw fail(e.what());
     }
   }
   return std::make_unique<SharedLibraryRouter>(libraryRouterName(path, contract), contract, handle,
-                                               route);
+                                               route, v2 ? routeV2 : nullptr);
 }
 
 class Spec32Router final : public Router {
@@ -183,8 +217,43 @@ std::string libraryRouterName(const std::string& path, const Contract& contract)
   return name;
 }
 
-std::unique_ptr<Router> makeSpec32Router() {
+std::unique_ptr<Router> makeSpec32Router(bool v2) {
+  if (v2) return makeSpec32FamilyRouter();
   return std::make_unique<Spec32Router>();
+}
+
+bool chooseAbi(const std::string& abi, bool hasV1, bool hasV2, const std::string& path) {
+  if (abi == kAbiV1) {
+    if (!hasV1) {
+      throw RouterLoadError(
+          fmt::format("router library {} does not export moe_route_v1 (extern \"C\")", path));
+    }
+    return false;
+  }
+  if (abi == kAbiV2 && !hasV2) {
+    throw RouterLoadError(
+        fmt::format("router library {} does not export moe_route_v2 (extern \"C\")", path));
+  }
+  if (!abi.empty() && abi != kAbiV2) {
+    throw RouterLoadError(fmt::format("unknown ABI \"{}\" (moe_route_v1 or moe_route_v2)", abi));
+  }
+  if (!hasV1 && !hasV2) {
+    throw RouterLoadError(fmt::format(
+        "router library {} exports neither moe_route_v1 nor moe_route_v2 (extern \"C\")", path));
+  }
+  return hasV2;
+}
+
+Contract parseContractFor(std::string_view text, bool v2) {
+  Contract c = parseContract(text);
+  // A v2 contract without "abi" is v2's; one that names v1 is for the other entry point.
+  const bool saysAbi = text.find("\"abi\"") != std::string_view::npos;
+  if (v2 && !saysAbi) c.abi = std::string(kAbiV2);
+  if (c.v2() != v2) {
+    throw std::invalid_argument(
+        fmt::format("moe_route_{}_contract says \"abi\": \"{}\"", v2 ? "v2" : "v1", c.abi));
+  }
+  return c;
 }
 
 std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options) {
@@ -199,12 +268,18 @@ std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOpti
     if (!std::filesystem::exists(path)) {
       throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
     }
-    return options.inProcess ? loadSharedLibrary(path) : openIsolatedLibrary(path, options);
+    return options.inProcess ? loadSharedLibrary(path, options.abi)
+                             : openIsolatedLibrary(path, options);
   }
-  if (s == "spec32") return makeSpec32Router();
+  if (!options.abi.empty() && options.abi != kAbiV1 && options.abi != kAbiV2) {
+    throw RouterLoadError(
+        fmt::format("unknown ABI \"{}\" (moe_route_v1 or moe_route_v2)", options.abi));
+  }
+  const bool v2 = options.abi == kAbiV2;
+  if (s == "spec32") return makeSpec32Router(v2);
   if (const moe::BuiltinRouter* r = moe::findRouter(s)) {
     try {
-      return std::make_unique<BuiltinAdapter>(*r);
+      return std::make_unique<BuiltinAdapter>(*r, v2);
     } catch (const std::invalid_argument& e) {
       throw RouterLoadError(fmt::format("built-in router {}: {}", s, e.what()));
     }

@@ -45,7 +45,7 @@ TEST(ContractSchema, TheParserRefusesWhatTheSchemaRefuses) {
   for (const char* bad :
        {R"({"slot-order":"rank"})", R"({"exp_max_ulp":2000})", R"({"tie_order":"highest"})",
         R"({"gate_budget":{"factor":1}})", R"({"shapes":{"experts":[5000]}})",
-        R"({"abi":"moe_route_v2"})", R"({"shapes":{"max_tokens":0}})"}) {
+        R"({"abi":"moe_route_v3"})", R"({"shapes":{"max_tokens":0}})"}) {
     EXPECT_FALSE(schema.validate(nlohmann::json::parse(bad)).empty()) << bad;
     EXPECT_THROW(parseContract(bad), std::invalid_argument) << bad;
   }

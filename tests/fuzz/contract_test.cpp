@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "moe/fuzz/case.hpp"
 #include "moe/routers.hpp"
 
 namespace moe::fuzz {
@@ -37,7 +41,11 @@ TEST(Contract, RejectsBadText) {
   EXPECT_THROW(parseContract("[1]"), std::invalid_argument);
   EXPECT_THROW(parseContract(R"({"selects_on":"votes"})"), std::invalid_argument);
   EXPECT_THROW(parseContract(R"({"exp_max_ulp":-1})"), std::invalid_argument);
-  EXPECT_THROW(parseContract(R"({"abi":"moe_route_v2"})"), std::invalid_argument);
+  EXPECT_THROW(parseContract(R"({"abi":"moe_route_v3"})"), std::invalid_argument);
+  // "families" belongs to v2 contracts only.
+  EXPECT_THROW(parseContract(R"({"families":{"bias":true}})"), std::invalid_argument);
+  EXPECT_THROW(parseContract(R"({"abi":"moe_route_v2","families":{"scores":["relu"]}})"),
+               std::invalid_argument);
   EXPECT_THROW(parseContract(R"({"batch_invariant":"yes"})"), std::invalid_argument);
 }
 
@@ -93,4 +101,56 @@ TEST(ContractTies, MistakesAreErrorsThatNameTheProblem) {
 }
 
 }  // namespace
+
+// A v2 contract: the ABI and the families the fuzzer may draw; round trip through the writer.
+TEST(ContractV2, AbiAndFamiliesParseAndRoundTrip) {
+  const Contract c = parseContract(
+      R"({"abi":"moe_route_v2","families":{"scores":["sigmoid"],"groups":true,"bias":true}})");
+  EXPECT_TRUE(c.v2());
+  EXPECT_FALSE(c.families.softmax);
+  EXPECT_TRUE(c.families.sigmoid);
+  EXPECT_TRUE(c.families.groups);
+  EXPECT_TRUE(c.families.bias);
+  const Contract again = parseContract(contractToJSON(c));
+  EXPECT_TRUE(again.v2());
+  EXPECT_EQ(again.families.sigmoid, true);
+  EXPECT_EQ(again.families.softmax, false);
+  const Contract plain = parseContract(R"({"abi":"moe_route_v2"})");
+  EXPECT_TRUE(plain.families.softmax);
+  EXPECT_FALSE(plain.families.groups || plain.families.bias || plain.families.sigmoid);
+  EXPECT_FALSE(parseContract("{}").v2());
+}
+
+// The family's case JSON: one writer, one reader, bits kept (bias, scale).
+TEST(CaseV2, FamilyRoundTripsThroughJSON) {
+  ShapeSpace space;
+  space.experts = IntSet::range(1, 64);
+  space.tokens = IntSet::range(1, 4);
+  SeededSource src(7);
+  const Families all{true, true, true, true};
+  int withBias = 0, withGroups = 0, invalid = 0;
+  for (int i = 0; i < 400; ++i) {
+    const Case c = drawFamilyCase(src, space, all);
+    ASSERT_TRUE(c.family.has_value());
+    const Case back = caseFromJSON(caseToJSON(c));
+    ASSERT_TRUE(back.family.has_value());
+    EXPECT_EQ(*back.family == *c.family || std::isnan(c.family->scale), true)
+        << caseToJSON(c).dump();
+    withBias += c.family->bias.empty() ? 0 : 1;
+    withGroups += c.family->groups > 1 ? 1 : 0;
+    invalid += familyInvalidReason(*c.family, c.experts).empty() ? 0 : 1;
+  }
+  EXPECT_GT(withBias, 50);
+  EXPECT_GT(withGroups, 50);
+  EXPECT_GT(invalid, 5);
+  // A contract without bias and groups gets neither.
+  const Families softmaxOnly;
+  for (int i = 0; i < 200; ++i) {
+    const Case c = drawFamilyCase(src, space, softmaxOnly);
+    EXPECT_TRUE(c.family->bias.empty());
+    EXPECT_EQ(c.family->score == 1, false);
+    if (familyInvalidReason(*c.family, c.experts).empty()) EXPECT_EQ(c.family->groups, 1);
+  }
+}
+
 }  // namespace moe::fuzz

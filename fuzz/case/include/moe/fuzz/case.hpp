@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,30 @@ inline constexpr int32_t kMaxTokens = 64;
 // step); large E then comes with small T.
 inline constexpr int32_t kMaxLogits = 4096;
 
+// The routing family's parameters of a moe_route_v2 case (route_abi.h, moe_route_params_v2),
+// as the call passes them: raw values, so that a case can also hold parameters outside
+// their domain (the fuzzer draws some and requires MOE_ROUTE_EBADPARAMS, nothing written).
+struct Family {
+  int32_t score = 0;        // MOE_SCORE_SOFTMAX 0, MOE_SCORE_SIGMOID 1
+  std::vector<float> bias;  // `experts` values (the same for every token), or empty: NULL
+  int32_t groups = 1;       // 1 = no grouping
+  int32_t topkGroups = 1;
+  int32_t groupScore = 0;   // MOE_GROUP_MAX 0, MOE_GROUP_TOP2_SUM 1
+  int32_t renormalize = 1;  // 0 or 1
+  float scale = 1.0f;
+  int32_t structShort = 0;  // > 0: struct_size this many bytes short of the struct (invalid)
+  bool operator==(const Family&) const = default;
+};
+
+// Why the family's parameters are outside route_abi.h's domain for E experts (the spec's
+// paramsValid, plus the ABI's enums, a finite scale and the full struct_size), or "" when
+// they are valid.
+std::string familyInvalidReason(const Family& f, int32_t experts);
+// The experts a valid family makes eligible: E, or topk_groups * E / groups.
+int32_t familyEligible(const Family& f, int32_t experts);
+// "sigmoid, bias, G 8 top 4 by top2-sum, renorm, scale 2.5": for reports.
+std::string familyText(const Family& f);
+
 struct Case {
   int32_t tokens = 1;
   int32_t experts = 1;
@@ -30,6 +55,8 @@ struct Case {
   int32_t split = 0;          // batch split point in [0, tokens] for the invariance check
   uint8_t variant = 0;        // modifier channel: which router a multi-router target runs
   bool allowNaN = false;      // NaN logits kept (out-of-domain checks) or replaced
+  // A moe_route_v2 case: the family's parameters (absent: a moe_route_v1 case).
+  std::optional<Family> family;
 
   std::span<const float> row(int32_t t) const {
     return {logits.data() + static_cast<size_t>(t) * experts, static_cast<size_t>(experts)};
@@ -95,6 +122,22 @@ std::vector<uint8_t> encodeCase(const Case& c);
 // The binary32 values the generator mixes in: ±0, ±inf, FLT_MAX, the smallest subnormal,
 // values around expf's overflow point 88.72, 2^-30 (docs/design.md §1's near-tie), ...
 std::span<const float> specialPool();
+
+// A case's logits drawn again for its shape (the decoder's adversarial values), for
+// generators that change the shape after drawCase.
+void drawLogits(ByteSource& source, Case& c);
+
+struct Families;  // contract.hpp
+// The campaign's generator for a moe_route_v2 router: drawCase's shape and logits, then
+// the family's parameters, only from what `families` lists, with the family's adversarial
+// structures (tied groups, cancelling and overturning biases, groups of one, k above the
+// eligible experts, the shapes of DeepSeek-V3, Kimi K2, Llama 4 and DeepSeek-V2 when the
+// space holds them) and, 1 case in 16, parameters outside the domain (docs/fuzz.md).
+Case drawFamilyCase(ByteSource& source, const ShapeSpace& space, const Families& families);
+
+// The family's JSON inside a case's ("family": {...}); bias and scale as hex32 bits.
+nlohmann::json familyToJSON(const Family& f);
+Family familyFromJSON(const nlohmann::json& j, int32_t experts);
 
 nlohmann::json caseToJSON(const Case& c);
 // Throws std::invalid_argument on a malformed or out-of-limits case.

@@ -33,8 +33,23 @@ struct GateBudget {
   double ulp = 4.0;
 };
 
+// moe_route_v2 only (the routing family, route_abi.h): what the router supports, so that
+// the fuzzer draws only that ("families" in the contract; absent: softmax, no groups, no
+// bias).
+struct Families {
+  bool softmax = true;
+  bool sigmoid = false;
+  bool groups = false;  // groups > 1
+  bool bias = false;
+};
+
+inline constexpr std::string_view kAbiV1 = "moe_route_v1";
+inline constexpr std::string_view kAbiV2 = "moe_route_v2";
+
 struct Contract {
-  std::string abi = "moe_route_v1";
+  std::string abi = std::string(kAbiV1);  // kAbiV1 or kAbiV2: which entry point is fuzzed
+  bool v2() const { return abi == kAbiV2; }
+  Families families;  // v2 only
   std::string name;
   SelectsOn selectsOn = SelectsOn::kProbabilities;
   SlotOrder slotOrder = SlotOrder::kAny;

@@ -32,6 +32,25 @@ enum class ViolationKind {
   kBadStatus,
   // A Python function under test raised instead of returning (the Python door, issue 17).
   kException,
+  // The routing family (moe_route_v2, issue 16; docs/fuzz.md "The routing family").
+  // Groups: a kept expert's group is beaten by topk_groups groups beyond the budget, or
+  // the kept experts span more than topk_groups groups.
+  kKeptGroup,
+  // Groups: exactly equal group scores, and the kept group is the higher index.
+  kGroupTieOrder,
+  // The bias: a displaced eligible expert beats a kept one on the biased keys s + b beyond
+  // the budget.
+  kBiasedKey,
+  // Gates, by the cause that explains them: the bias added to the gates; the scale missing
+  // or applied where it cancels (before renormalising); renormalised over another set or
+  // not as asked. Any other gate beyond its budget stays gate-error.
+  kGateBias,
+  kGateScale,
+  kGateRenorm,
+  // Parameters outside the domain: a status other than MOE_ROUTE_EBADPARAMS, or
+  // EBADPARAMS with outputs written.
+  kBadParamsAccepted,
+  kBadParamsWritten,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).

@@ -65,6 +65,15 @@ Verdict judgeToken(std::span<const float> logits, int32_t k, std::span<const int
                    std::span<const float> gates, const Contract& contract,
                    const VerdictConfig& config, LevelCounters& levels);
 
+// Judges one token of a moe_route_v2 router on a valid family (docs/fuzz.md, "The routing
+// family"): structure with min(k, eligible) slots, groups and biased keys within their
+// binary32 budgets (exact ties to the lower index), slot order, and the gates against the
+// unbiased scores of the router's own kept set.
+Verdict judgeFamilyToken(std::span<const float> logits, const Family& family, int32_t k,
+                         std::span<const int32_t> ids, std::span<const float> gates,
+                         const Contract& contract, const VerdictConfig& config,
+                         LevelCounters& levels);
+
 struct CaseResult {
   bool abstained = false;
   std::string abstainReason;

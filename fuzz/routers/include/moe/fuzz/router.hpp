@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
 #include "moe/fuzz/violation_kind.hpp"
 
@@ -32,6 +33,7 @@ struct RouteFault {
 // What one call produced: ids and gates (tokens * k each), an abstention, or a fault (then
 // ids and gates hold the sentinels they were filled with).
 struct RouteOutput {
+  int status = 0;  // what the call returned (0 = success, MOE_ROUTE_E* otherwise)
   bool abstained = false;
   std::string abstainReason;  // "returned 3", "ISA unavailable", ...
   std::optional<RouteFault> fault;
@@ -45,8 +47,11 @@ class Router {
   const std::string& name() const { return name_; }
   const Contract& contract() const { return contract_; }
   // Runs the router; `threads` reaches routers that take it (0 = all cores).
+  // With `family`, the call is moe_route_v2's (the contract's abi must be moe_route_v2; a
+  // v1 router abstains); without, moe_route_v1's. MOE_ROUTE_EBADPARAMS (6) is a status of
+  // v2 only: the output then records it and abstains, and the verdict decides (docs/fuzz.md).
   RouteOutput route(int32_t tokens, int32_t experts, int32_t k, std::span<const float> logits,
-                    int32_t threads) const;
+                    int32_t threads, const Family* family = nullptr) const;
 
  protected:
   Router(std::string name, Contract contract)
@@ -60,6 +65,15 @@ class Router {
                           int32_t* ids, float* gates, int32_t threads, RouteFault& fault) const {
     (void)fault;
     return call(tokens, experts, k, logits, ids, gates, threads);
+  }
+  // moe_route_v2 with the case's family (raw parameters: they may be invalid, and must then
+  // reach the kernel as they are). By default the router has no v2: EUNSUPPORTED.
+  virtual int callV2(const Family& family, int32_t tokens, int32_t experts, int32_t k,
+                     const float* logits, int32_t* ids, float* gates, int32_t threads,
+                     RouteFault& fault) const {
+    (void)family, (void)tokens, (void)experts, (void)k, (void)logits, (void)ids, (void)gates,
+        (void)threads, (void)fault;
+    return 4;
   }
   virtual bool available() const { return true; }
 
@@ -85,6 +99,9 @@ struct RouterOptions {
   double callTimeout = 0;
   // Set by a signal handler: a call in progress is abandoned (not a finding).
   const volatile std::sig_atomic_t* stop = nullptr;
+  // Which entry point to fuzz: "" (a library: moe_route_v2 when it exports it, else
+  // moe_route_v1; a built-in router or spec32: v1), or kAbiV1 / kAbiV2 to insist.
+  std::string abi;
 };
 
 // NAME (built-in router, "spec32", a registered test-only name) or a path to a shared
@@ -106,6 +123,8 @@ bool builtinRouterAvailable(std::string_view name);
 
 // The binary32 evaluation of the spec as a router: ids = keptExperts on the binary32
 // probabilities (Lean's ranking), gates = gatesVecSpec<float>. Always acceptable by design.
-std::unique_ptr<Router> makeSpec32Router();
+// With v2, the family's spec in binary32 (oracle/family.hpp: routeKeptExperts on the
+// binary32 keys, routeGatesFromScores), EBADPARAMS outside paramsValid.
+std::unique_ptr<Router> makeSpec32Router(bool v2 = false);
 
 }  // namespace moe::fuzz

@@ -1,0 +1,604 @@
+// judgeFamilyToken: one token of a moe_route_v2 router against the routing family's spec
+// (docs/fuzz.md, "The routing family": the checks, their order and the budgets' derivation).
+// Selection is judged on the biased keys c = s + b and on the group scores, each within a
+// budget derived from the binary32 evaluation; exactly equal keys or group scores (equal
+// inputs) go to the lower index and are never excused; gates are checked against the
+// UNBIASED scores of the router's own kept set, and a gate beyond its budget is named by
+// the cause that explains it (the bias, the scale, the renormalisation).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/verdict.hpp"
+#include "moe/oracle/certified/family.hpp"
+#include "moe/oracle/family.hpp"
+
+namespace moe::fuzz {
+
+namespace {
+
+constexpr double kAbs = 0x1p-1022;  // the binary64 filter's absolute term (verdict_token.cpp)
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Verdict violation(ViolationKind kind, std::string certificate, double margin = 0) {
+  Verdict v;
+  v.outcome = Outcome::kViolation;
+  v.kind = kind;
+  v.certificate = std::move(certificate);
+  v.margin = margin;
+  return v;
+}
+
+// Equal inputs, equal real keys: the logit (-0 as +0) and the bias. Two experts whose forms
+// agree tie exactly over the reals; the converse is not needed (unequal forms are judged
+// as near-ties, to the router's benefit).
+uint64_t formOf(float x, float b) {
+  auto bits = [](float v) { return bitsOf(v == 0.0f ? 0.0f : v); };
+  return (uint64_t{bits(x)} << 32) | bits(b);
+}
+
+// The row in binary64: scores s with error err (|s64 - s| <= err), keys c = s + b with
+// cerr, and beta: the binary32 budget |c32 - c| of a router that evaluates the spec in
+// binary32 with an exp within `cUlp` ulp (docs/fuzz.md).
+struct FamilyRow {
+  std::vector<double> s, serr, c, cerr, beta, shift;
+  std::vector<uint64_t> form;
+  double m = 0;
+};
+
+FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
+  const size_t E = x.size();
+  FamilyRow r;
+  r.s.resize(E);
+  r.serr.resize(E);
+  r.c.resize(E);
+  r.cerr.resize(E);
+  r.beta.resize(E);
+  r.shift.assign(E, 0.0);
+  r.form.resize(E);
+  const bool bias = !f.bias.empty();
+  if (f.score == 0) {
+    float m = x[0];
+    for (float v : x) m = m <= v ? v : m;
+    r.m = m;
+    double D = 0;
+    for (size_t i = 0; i < E; ++i) {
+      r.shift[i] = x[i] == -INFINITY ? kInf : static_cast<double>(m) - x[i];
+      r.s[i] = std::isinf(r.shift[i]) ? 0.0 : std::exp(-r.shift[i]);
+      D += r.s[i];
+    }
+    for (size_t i = 0; i < E; ++i) {
+      r.s[i] /= D;
+      const double sh = std::isinf(r.shift[i]) ? 0.0 : r.shift[i];
+      r.serr[i] = r.s[i] * (sh + 2.0 * E + 8) * 0x1p-52 + kAbs;
+      r.beta[i] = probabilityBudget(r.s[i], sh, static_cast<int32_t>(E), cUlp);
+    }
+  } else {
+    for (size_t i = 0; i < E; ++i) {
+      // 1 / (1 + exp(-x)): exp's argument is exact, exp < 1 ulp, two roundings.
+      r.s[i] = x[i] == -INFINITY  ? 0.0
+               : x[i] == INFINITY ? 1.0
+                                  : 1.0 / (1.0 + std::exp(-double{x[i]}));
+      r.serr[i] = r.s[i] * 0x1p-50 + kAbs;
+      // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
+      // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
+      // quotient to 0) the absolute 2^-126.
+      r.beta[i] = (2 * cUlp + 4) * kU32 * r.s[i] + (cUlp + 2) * kTiny32 +
+                  (r.s[i] < 0x1p-125 ? 0x1p-126 : 0.0);
+    }
+  }
+  for (size_t i = 0; i < E; ++i) {
+    const double b = bias ? double{f.bias[i]} : 0.0;
+    r.c[i] = r.s[i] + b;
+    r.cerr[i] = r.serr[i] + (bias ? std::fabs(r.c[i]) * 0x1p-52 : 0.0);
+    // fl(s32 + b): one more rounding of the key, and s32's own error.
+    if (bias) r.beta[i] = r.beta[i] * (1 + kU32) + kU32 * std::fabs(r.c[i]) + kTiny32;
+    r.form[i] = formOf(x[i], bias ? f.bias[i] : 0.0f);
+  }
+  return r;
+}
+
+// Group scores with their binary64 error, binary32 budget and exact-tie form.
+struct Groups {
+  int32_t G = 1, size = 0;
+  std::vector<double> score, err, gamma;
+  std::vector<std::vector<uint64_t>> form;  // empty: no exact form (never an exact tie)
+};
+
+Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
+  Groups g;
+  g.G = f.groups;
+  g.size = E / f.groups;
+  const bool top2 = f.groupScore == 1 && g.size >= 2;
+  const int m = top2 ? 2 : 1;
+  for (int32_t h = 0; h < g.G; ++h) {
+    std::vector<int32_t> mem(static_cast<size_t>(g.size));
+    for (int32_t i = 0; i < g.size; ++i) mem[static_cast<size_t>(i)] = h * g.size + i;
+    std::stable_sort(mem.begin(), mem.end(), [&](int32_t a, int32_t b) { return r.c[a] > r.c[b]; });
+    std::vector<double> betas;
+    for (int32_t e : mem) betas.push_back(r.beta[e]);
+    std::sort(betas.rbegin(), betas.rend());
+    double s = 0, err = 0, gamma = 0;
+    std::vector<uint64_t> form;
+    for (int i = 0; i < m; ++i) {
+      s += r.c[mem[i]];
+      err += r.cerr[mem[i]];
+      gamma += betas[static_cast<size_t>(i)];
+      form.push_back(r.form[mem[i]]);
+    }
+    err += std::fabs(s) * 0x1p-52;
+    if (top2) gamma += kU32 * std::fabs(s) + kTiny32;  // the sum's rounding, any order
+    // The form is exact only when the best m are told apart from the rest.
+    if (g.size > m) {
+      const int32_t last = mem[m - 1], next = mem[m];
+      if (!(r.form[last] == r.form[next] || r.c[last] - r.c[next] > r.cerr[last] + r.cerr[next])) {
+        form.clear();
+      }
+    }
+    std::sort(form.begin(), form.end());
+    g.score.push_back(s);
+    g.err.push_back(err);
+    g.gamma.push_back(gamma);
+    g.form.push_back(std::move(form));
+  }
+  return g;
+}
+
+enum class Beats { kNo, kTie, kBeyond };
+enum class Decision { kWithin, kBeyond, kUndecided };
+
+// Does a (score sa, err ea, budget ba) beat b beyond the budget, or by an exact tie to the
+// lower index? `undecided` counts values the binary64 filter cannot place (benefit to the
+// router).
+Beats beats(double sa, double ea, double ba, double sb, double eb, double bb, bool tieWins,
+            uint64_t& undecided) {
+  const double d = sa - sb, budget = ba + bb, e = ea + eb + std::fabs(d) * 0x1p-52;
+  if (d - e > budget) return Beats::kBeyond;
+  if (d + e > budget) ++undecided;
+  return tieWins ? Beats::kTie : Beats::kNo;
+}
+
+std::string keyText(std::span<const float> x, const Family& f, const FamilyRow& r, int32_t e) {
+  return fmt::format(
+      "expert {}: x = {} ({}){} s = {:.9g} key s + b = {:.9g}", e, decimal32(x[e]), hex32(x[e]),
+      f.bias.empty() ? "" : fmt::format(" b = {} ({})", decimal32(f.bias[e]), hex32(f.bias[e])),
+      r.s[e], r.c[e]);
+}
+
+}  // namespace
+
+Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
+                         std::span<const int32_t> ids, std::span<const float> gates,
+                         const Contract& contract, const VerdictConfig& config,
+                         LevelCounters& levels) {
+  const int32_t E = static_cast<int32_t>(x.size());
+  const int32_t n = std::min(k, familyEligible(f, E));
+  const TieOrder ties = config.tieOrder.value_or(contract.tieOrder);
+  const double cUlp = contract.expMaxUlp;
+  bool real = E > 0;
+  for (float v : x) real = real && !std::isnan(v);
+  if (f.score == 0 && E > 0) real = real && isRealRow(x);
+  for (float b : f.bias) real = real && std::isfinite(b);
+
+  // Structure: n = min(k, eligible) distinct ids in range, then empty slots.
+  std::vector<uint8_t> inS(static_cast<size_t>(E), 0);
+  for (int32_t s = 0; s < k; ++s) {
+    const int32_t id = ids[s];
+    if (id == -1) {
+      if (s < n && real) {
+        return violation(ViolationKind::kSlotCount,
+                         fmt::format("slot {} is empty (-1) but min(k, eligible) = {} slots must "
+                                     "be filled ({})",
+                                     s, n, familyText(f)));
+      }
+      if (s >= n && !(gates[s] == 0.0f)) {
+        return violation(ViolationKind::kEmptySlot,
+                         fmt::format("empty slot {} has gate {} ({}), not 0", s,
+                                     decimal32(gates[s]), hex32(gates[s])));
+      }
+      continue;
+    }
+    if (id < 0 || id >= E) {
+      return violation(ViolationKind::kIdOutOfRange,
+                       fmt::format("slot {} holds id {}, outside [0, {})", s, id, E));
+    }
+    if (s >= n) {
+      return violation(ViolationKind::kEmptySlot,
+                       fmt::format("slot {} holds id {} but only min(k, eligible) = {} slots exist "
+                                   "({})",
+                                   s, id, n, familyText(f)));
+    }
+    if (inS[id])
+      return violation(ViolationKind::kIdRepeated, fmt::format("expert {} appears twice", id));
+    inS[id] = 1;
+  }
+  if (E == 0 || n == 0) return Verdict{};
+  if (!real) {
+    Verdict v;
+    v.outcome = Outcome::kAcceptable;
+    v.reason = "nonreal-row";
+    return v;
+  }
+  const std::span<const int32_t> S = ids.first(static_cast<size_t>(n));
+  const FamilyRow r = evaluate(x, f, cUlp);
+  // Renormalising scores that binary32 flushes to zero is 0/0: no gate is owed there.
+  double maxKeptS = 0;
+  for (int32_t e : S) maxKeptS = std::max(maxKeptS, r.s[e]);
+  const bool tinyGates = f.renormalize == 1 && maxKeptS < 0x1p-100;
+  for (int32_t s = 0; s < n; ++s) {
+    const float g = gates[s];
+    const bool signOk = f.scale >= 0 ? !(g < 0.0f) : !(g > 0.0f);
+    if (!tinyGates && !(std::isfinite(g) && signOk)) {
+      return violation(ViolationKind::kGateNonfinite,
+                       fmt::format("slot {} (expert {}) has gate {} ({}); the spec's gates are "
+                                   "finite with the scale's sign on this row",
+                                   s, S[s], decimal32(g), hex32(g)));
+    }
+  }
+
+  Verdict result;
+  auto accept = [&](const char* reason) {
+    if (result.outcome == Outcome::kExact) {
+      result.outcome = Outcome::kAcceptable;
+      result.reason = reason;
+    }
+  };
+  const bool lowest = ties == TieOrder::kLowestIndex;
+
+  // Groups: every kept expert's group must be one the spec can keep.
+  std::vector<uint8_t> routerGroup;
+  if (f.groups > 1) {
+    const Groups gr = groupsOf(r, f, E);
+    routerGroup.assign(static_cast<size_t>(gr.G), 0);
+    int32_t spanned = 0;
+    for (int32_t e : S) {
+      const int32_t g = e / gr.size;
+      spanned += routerGroup[g] ? 0 : 1;
+      routerGroup[g] = 1;
+    }
+    if (spanned > f.topkGroups) {
+      return violation(ViolationKind::kKeptGroup,
+                       fmt::format("the kept experts lie in {} groups, but only topk_groups = {} "
+                                   "groups are kept ({})",
+                                   spanned, f.topkGroups, familyText(f)));
+    }
+    // h beats g beyond the budget when lo_h > hi_g (the binary64 errors on the safe side);
+    // exactly equal forms tie, to the lower group. Counted by sorting: O(G log G).
+    const int32_t G = gr.G;
+    std::vector<double> lo(G), hi(G), loSorted, hiSorted, scoreSorted(gr.score);
+    for (int32_t h = 0; h < G; ++h) {
+      const double e = gr.err[h] + std::fabs(gr.score[h]) * 0x1p-51;
+      lo[h] = gr.score[h] - gr.gamma[h] - e;
+      hi[h] = gr.score[h] + gr.gamma[h] + e;
+    }
+    loSorted = lo;
+    hiSorted = hi;
+    std::sort(loSorted.begin(), loSorted.end());
+    std::sort(hiSorted.begin(), hiSorted.end());
+    std::sort(scoreSorted.begin(), scoreSorted.end());
+    std::map<std::vector<uint64_t>, std::vector<int32_t>> sameForm;
+    for (int32_t h = 0; h < G; ++h) {
+      if (!gr.form[h].empty()) sameForm[gr.form[h]].push_back(h);
+    }
+    auto tiedBefore = [&](int32_t g) -> int32_t {  // lower groups with g's exact form
+      if (gr.form[g].empty()) return 0;
+      const auto& v = sameForm[gr.form[g]];
+      return static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), g) - v.begin());
+    };
+    auto tiedAfter = [&](int32_t g) -> int32_t {
+      if (gr.form[g].empty()) return 0;
+      const auto& v = sameForm[gr.form[g]];
+      return static_cast<int32_t>(v.end() - std::upper_bound(v.begin(), v.end(), g));
+    };
+    for (int32_t g = 0; g < G; ++g) {
+      if (!routerGroup[g]) continue;
+      const auto beyond = static_cast<int32_t>(
+          loSorted.end() - std::upper_bound(loSorted.begin(), loSorted.end(), hi[g]));
+      const int32_t tied = tiedBefore(g);
+      const auto above = static_cast<int32_t>(
+          scoreSorted.end() -
+          std::upper_bound(scoreSorted.begin(), scoreSorted.end(), gr.score[g]));
+      if (beyond >= f.topkGroups) {
+        int32_t worst = -1;  // the weakest of the groups that beat g beyond the budget
+        for (int32_t h = 0; h < G; ++h) {
+          if (lo[h] > hi[g] && (worst < 0 || gr.score[h] < gr.score[worst])) worst = h;
+        }
+        const double budget = gr.gamma[worst] + gr.gamma[g];
+        return violation(
+            ViolationKind::kKeptGroup,
+            fmt::format("group {} (score {:.9g}) is kept, but {} groups beat it beyond the "
+                        "binary32 budget (topk_groups = {}); the weakest of them, group {}, scores "
+                        "{:.9g}: a difference of {:.6g} > budget {:.6g} ({}, group score {})",
+                        g, gr.score[g], beyond, f.topkGroups, worst, gr.score[worst],
+                        gr.score[worst] - gr.score[g], budget, familyText(f),
+                        f.groupScore == 1 ? "the sum of the two best keys" : "the best key"),
+            budget > 0 ? (gr.score[worst] - gr.score[g]) / budget : kInf);
+      }
+      if (beyond + tied >= f.topkGroups) {
+        if (lowest) {
+          return violation(ViolationKind::kGroupTieOrder,
+                           fmt::format("group {} is kept, but {} lower-index groups have exactly "
+                                       "the same group score {:.9g} (equal keys), and with them "
+                                       "topk_groups = {} or more groups rank above it ({})",
+                                       g, tied, gr.score[g], f.topkGroups, familyText(f)));
+        }
+        accept("tie-order");
+      } else if (above >= f.topkGroups) {
+        accept("near-tie-groups");
+      }
+      ++levels.selectionDouble;
+    }
+    // Groups the spec keeps whatever the rounding: fewer than topk_groups others are not
+    // beaten by them (beyond the budget, or by an exact tie to the lower index).
+    for (int32_t g = 0; g < G; ++g) {
+      if (routerGroup[g]) continue;
+      const auto beatenByG = static_cast<int32_t>(
+          std::lower_bound(hiSorted.begin(), hiSorted.end(), lo[g]) - hiSorted.begin());
+      const int32_t notBeaten = (G - 1) - beatenByG - (lowest ? tiedAfter(g) : 0);
+      if (notBeaten < f.topkGroups) routerGroup[g] = 2;
+    }
+  }
+  auto eligibleForRouter = [&](int32_t e) {
+    return f.groups <= 1 || routerGroup[e / (E / f.groups)] != 0;
+  };
+
+  // Keys: no eligible displaced expert beats a kept one beyond the budget. With
+  // H_i = c_i + beta_i and L_j = c_j - beta_j, that is max L_j <= min H_i (verdict_token.cpp).
+  int32_t iStar = -1, jStar = -1;
+  double minH = kInf, maxL = -kInf, minC = kInf, maxC = -kInf;
+  for (int32_t i : S) {
+    const double H = r.c[i] + r.beta[i] + r.cerr[i];
+    if (H < minH) minH = H, iStar = i;
+    minC = std::min(minC, r.c[i]);
+  }
+  for (int32_t j = 0; j < E; ++j) {
+    if (inS[j] || !eligibleForRouter(j)) continue;
+    const double L = r.c[j] - r.beta[j] - r.cerr[j];
+    if (L > maxL) maxL = L, jStar = j;
+    maxC = std::max(maxC, r.c[j]);
+  }
+  ++levels.selectionDouble;
+  if (jStar >= 0 && maxL > minH) {
+    const double budget = r.beta[iStar] + r.beta[jStar];
+    return violation(ViolationKind::kBiasedKey,
+                     fmt::format("selection: eligible displaced {} beats kept {} by {:.6g} on the "
+                                 "biased keys, beyond the binary32 budget {:.6g} ({})",
+                                 keyText(x, f, r, jStar), keyText(x, f, r, iStar),
+                                 r.c[jStar] - r.c[iStar], budget, familyText(f)),
+                     budget > 0 ? (r.c[jStar] - r.c[iStar]) / budget : kInf);
+  }
+  if (maxC > minC) accept("near-tie-keys");
+  // Exactly equal keys (equal logit and bias) go to the lower index: a displaced eligible j
+  // with the form of a kept i > j.
+  std::map<uint64_t, int32_t> keptForm;  // form -> the highest kept index with it
+  for (int32_t i : S) {
+    auto [it, fresh] = keptForm.emplace(r.form[i], i);
+    if (!fresh) it->second = std::max(it->second, i);
+  }
+  for (int32_t j = 0; j < E; ++j) {
+    if (inS[j] || !eligibleForRouter(j)) continue;
+    const auto it = keptForm.find(r.form[j]);
+    if (it == keptForm.end() || it->second < j) continue;
+    if (!lowest) {
+      accept("tie-order");
+      continue;
+    }
+    const int32_t i = it->second;
+    return violation(ViolationKind::kTieHigherIndex,
+                     fmt::format("selection: experts {} and {} have exactly equal keys (equal "
+                                 "logits and biases); expert {} (the lower index) must be kept "
+                                 "before expert {} ({}, {})",
+                                 j, i, j, i, keyText(x, f, r, j), keyText(x, f, r, i)));
+  }
+  // Slot order on the keys.
+  if (contract.slotOrder == SlotOrder::kRank) {
+    for (int32_t s = 0; s + 1 < n; ++s) {
+      const int32_t i = S[s], j = S[s + 1];
+      if (r.form[i] == r.form[j]) {
+        if (j < i) {
+          if (!lowest) {
+            accept("tie-order");
+            continue;
+          }
+          return violation(ViolationKind::kTieHigherIndex,
+                           fmt::format("order: experts {} and {} have exactly equal keys, so "
+                                       "expert {} must come first",
+                                       i, j, j));
+        }
+        continue;
+      }
+      const Beats b = beats(r.c[j], r.cerr[j], r.beta[j], r.c[i], r.cerr[i], r.beta[i], false,
+                            levels.selectionUndecided);
+      if (b == Beats::kBeyond) {
+        const double budget = r.beta[i] + r.beta[j];
+        return violation(ViolationKind::kSlotOrder,
+                         fmt::format("order: {} in slot {} beats {} in slot {} by {:.6g} on the "
+                                     "biased keys, beyond the budget {:.6g}",
+                                     keyText(x, f, r, j), s + 1, keyText(x, f, r, i), s,
+                                     r.c[j] - r.c[i], budget),
+                         budget > 0 ? (r.c[j] - r.c[i]) / budget : kInf);
+      }
+      if (r.c[j] > r.c[i]) accept("near-tie-order");
+    }
+  }
+
+  // Gates of the router's own kept set against the unbiased scores.
+  if (tinyGates) {
+    accept("tiny-scores");
+    return result;
+  }
+  const double scale = f.scale;
+  double sumS = 0, sumSErr = 0;
+  for (int32_t e : S) sumS += r.s[e], sumSErr += r.serr[e];
+  sumSErr += n * 0x1p-53 * sumS;
+  if (f.renormalize == 1 && !(sumS > 0)) return result;  // 0/0: not real
+  // The binary32 spec's formula on S: scoresSpec<float>, the sum over S in index order.
+  std::optional<std::vector<float>> g32;
+  auto spec32 = [&]() -> const std::vector<float>& {
+    if (!g32) {
+      const auto s32 =
+          oracle::scoresSpec(f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax, x);
+      std::vector<int32_t> byIndex(S.begin(), S.end());
+      std::sort(byIndex.begin(), byIndex.end());
+      float total = 0.0f;
+      for (int32_t j : byIndex) total += s32[j];
+      g32.emplace();
+      for (int32_t e : S) g32->push_back((f.renormalize == 1 ? s32[e] / total : s32[e]) * f.scale);
+    }
+    return *g32;
+  };
+  // The kept set's weighted shift (softmax, renormalised: gateFloor's mean term).
+  double weighted = 0;
+  if (f.score == 0) {
+    for (int32_t e : S) {
+      if (std::isfinite(r.shift[e]) && r.s[e] > 0) weighted += r.s[e] / sumS * r.shift[e];
+    }
+  }
+  const double F = config.gateFactor.value_or(contract.gateBudget.spec32Factor);
+  const double U = config.gateUlp.value_or(contract.gateBudget.ulp);
+  auto floorOf = [&](int32_t e, double G) {
+    if (!config.analyticFloor) return 0.0;
+    const double aG = std::fabs(G), aScale = std::fabs(scale);
+    const double sh = std::isfinite(r.shift[e]) ? r.shift[e] : 0.0;
+    if (f.renormalize == 1) {
+      if (f.score == 0) {
+        return gateFloor(aG, sh, weighted, n, E, cUlp) + kU32 * aG +
+               aScale * (E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
+      }
+      return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
+             aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / sumS;
+    }
+    if (f.score == 0) {
+      // Raw softmax: the probability's budget, whose denominator sums E terms in any order
+      // ((E - 1) u), then the scale's rounding.
+      return probabilityBudget(aG, sh, E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
+    }
+    return (2 * cUlp + 5) * kU32 * aG +
+           aScale * ((cUlp + 2) * kTiny32 + (r.s[e] < 0x1p-125 ? 0x1p-126 : 0.0));
+  };
+  std::optional<std::vector<oracle::certified::Certified>> exact;
+  for (int32_t s = 0; s < n; ++s) {
+    const int32_t e = S[s];
+    double G, err;
+    if (f.renormalize == 1) {
+      G = r.s[e] / sumS * scale;
+      err = std::fabs(G) * (r.serr[e] / std::max(r.s[e], 1e-300) + sumSErr / sumS + 0x1p-51) + kAbs;
+      if (r.s[e] == 0) err = std::fabs(scale) * r.serr[e] / sumS + kAbs;
+    } else {
+      G = r.s[e] * scale;
+      err = std::fabs(scale) * r.serr[e] + std::fabs(G) * 0x1p-52 + kAbs;
+    }
+    double gLo = G - err, gHi = G + err;
+    const double g = gates[s];
+    auto decide = [&](double lo, double hi, double& devLo, double& bHi) {
+      const double devHi = std::max(std::fabs(g - lo), std::fabs(g - hi));
+      devLo = (g >= lo && g <= hi) ? 0.0 : std::min(std::fabs(g - lo), std::fabs(g - hi));
+      const double aLo = (lo <= 0 && hi >= 0) ? 0.0 : std::min(std::fabs(lo), std::fabs(hi));
+      const double aHi = std::max(std::fabs(lo), std::fabs(hi));
+      double bLo = U * ulp32(aLo) + floorOf(e, aLo);
+      bHi = U * ulp32(aHi) + floorOf(e, aHi);
+      if (devHi <= bLo) return Decision::kWithin;
+      const double q = spec32()[static_cast<size_t>(s)];
+      const double tHi = std::max(std::fabs(q - lo), std::fabs(q - hi));
+      const double tLo =
+          (q >= lo && q <= hi) ? 0.0 : std::min(std::fabs(q - lo), std::fabs(q - hi));
+      bLo += F * tLo;
+      bHi += F * tHi;
+      if (devHi <= bLo) return Decision::kWithin;
+      if (devLo > bHi) return Decision::kBeyond;
+      return Decision::kUndecided;
+    };
+    double devLo = 0, bHi = 0;
+    Decision d = decide(gLo, gHi, devLo, bHi);
+    if (d != Decision::kUndecided) {
+      ++levels.gateDouble;
+    } else {
+      try {
+        if (!exact) {
+          oracle::RouteParams<float> p;
+          p.k = static_cast<size_t>(k);
+          p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
+          p.bias = std::span<const float>(f.bias);
+          p.groups = static_cast<size_t>(f.groups);
+          p.topkGroups = static_cast<size_t>(f.topkGroups);
+          p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
+          p.renormalize = f.renormalize == 1;
+          p.scale = f.scale;
+          std::vector<size_t> kept(S.begin(), S.end());
+          exact = oracle::certified::routeKeptGatesEnclosure(p, x, kept);
+        }
+        gLo = (*exact)[static_cast<size_t>(s)].range.lowerDouble();
+        gHi = (*exact)[static_cast<size_t>(s)].range.upperDouble();
+        d = decide(gLo, gHi, devLo, bHi);
+      } catch (const std::exception&) {
+        d = Decision::kUndecided;
+      }
+      ++(d == Decision::kUndecided ? levels.gateUndecided : levels.gateCertified);
+    }
+    if (d != Decision::kBeyond) continue;
+    // Beyond: name the cause when one formula explains every slot of the token.
+    auto explains = [&](auto weight, bool renorm, double factor) {
+      double total = 0;
+      for (int32_t e2 : S) total += weight(e2);
+      for (int32_t s2 = 0; s2 < n; ++s2) {
+        const double w = weight(S[s2]);
+        const double alt = (renorm ? w / total : w) * factor;
+        if (!(std::fabs(gates[s2] - alt) <= 64 * kU32 * std::fabs(alt) + 0x1p-140)) return false;
+      }
+      return true;
+    };
+    auto unbiased = [&](int32_t j) { return r.s[j]; };
+    auto biased = [&](int32_t j) { return r.c[j]; };
+    const bool renorm = f.renormalize == 1;
+    ViolationKind kind = ViolationKind::kGateError;
+    std::string cause;
+    if (!f.bias.empty() && (explains(biased, renorm, scale) || explains(biased, !renorm, scale))) {
+      kind = ViolationKind::kGateBias;
+      cause = "the gates are the biased keys s + b, not the scores s";
+    } else if (scale != 1.0 &&
+               (explains(unbiased, renorm, 1.0) || explains(unbiased, renorm, scale * scale))) {
+      kind = ViolationKind::kGateScale;
+      cause = renorm ? "the scale is missing (scaled before renormalising, where it cancels?)"
+                     : "the scale is missing or applied twice";
+    } else if (explains(unbiased, !renorm, scale)) {
+      kind = ViolationKind::kGateRenorm;
+      cause = renorm ? "the gates are not renormalised" : "the gates are renormalised";
+    } else if (renorm && r.s[S[0]] > 0 && gates[0] != 0.0f) {
+      // Renormalised over another set (the eligible experts, all of them): every gate is
+      // s_e * scale / T for one T, not the kept set's sum.
+      const double T = r.s[S[0]] * scale / gates[0];
+      bool common = std::isfinite(T) && T > 0;
+      for (int32_t s2 = 0; s2 < n && common; ++s2) {
+        const double alt = r.s[S[s2]] / T * scale;
+        common = std::fabs(gates[s2] - alt) <= 64 * kU32 * std::fabs(alt) + 0x1p-140;
+      }
+      if (common && std::fabs(T - sumS) > 64 * kU32 * sumS) {
+        kind = ViolationKind::kGateRenorm;
+        cause = fmt::format(
+            "renormalised over a sum of {:.9g}, not the kept scores' {:.9g} "
+            "(another set: the eligible experts?)",
+            T, sumS);
+      }
+    }
+    return violation(
+        kind,
+        fmt::format(
+            "slot {} (expert {}): gate {} ({}) but the exact gate of the router's kept set "
+            "(unbiased scores{}, scale {}) is in [{:.17g}, {:.17g}]; |g - exact| >= {:.6g} > "
+            "budget {:.6g} (spec32 gate {:.9g}, factor {}, {} ulp, floor {}){}",
+            s, e, decimal32(gates[s]), hex32(gates[s]), renorm ? ", renormalised over S" : "",
+            decimal32(f.scale), gLo, gHi, devLo, bHi,
+            g32 ? (*g32)[static_cast<size_t>(s)] : std::nan(""), F, U,
+            config.analyticFloor ? "on" : "off", cause.empty() ? "" : "; " + cause),
+        bHi > 0 ? devLo / bHi : kInf);
+  }
+  return result;
+}
+
+}  // namespace moe::fuzz
