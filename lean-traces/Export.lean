@@ -694,12 +694,450 @@ def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
     let xs ← numbered f n (i + 1)
     return x :: xs
 
+/-! ## The routing family (issue 16): RouteScoresTest, RouteGatesTest, SigmoidTest
+
+Besides exporting, every case checks properties of the spec in its own context, and a
+case that fails one becomes a `PropertyFailure`, which makes `main` (and so `regen`) fail:
+- `routeGatesWith_eq_gatesVecSpecWith` (proved in Spec.lean under `x * 1 = x`), bit for bit: the
+  family with softmax, no bias, one group, renormalised, scale 1 is `gatesVecSpec`
+  (`routeGates` from logits in binary32/binary64; `routeGatesFromScores` against
+  `gatesFromProbs` from scores, also over `Rat`);
+- the kept experts lie in kept groups, are kept, and there are `min k (eligible)` of them;
+- over `Rat` (exact, the reals' order): a constant added to every bias keeps the same
+  experts; without bias and groups, sigmoid and softmax keep the same experts (with the
+  strictly increasing stand-in `ratExpMono` for exp); renormalised gates sum to the scale. -/
+
+def scoreFnName : ScoreFn → String
+  | .softmax => "softmax"
+  | .sigmoid => "sigmoid"
+
+def groupScoreName : GroupScore → String
+  | .max => "max"
+  | .top2Sum => "top2Sum"
+
+/-- `a` followed by the flags of `b` that `a` lacks. -/
+def addFlags (a b : List String) : List String :=
+  Lst.app a (Lst.filter (fun f => !Lst.any (· == f) a) b)
+
+def sameVal {α : Type} [Exportable α] (a b : α) : Bool :=
+  Exportable.text a == Exportable.text b || (Exportable.isNaN a && Exportable.isNaN b)
+
+def sameVec {α : Type} [Exportable α] (a b : List α) : Bool := Lst.eqBy sameVal a b
+
+/-- Two entries compare equal (neither is greater; NaN never ties). -/
+def hasTie {α : Type} [Context α] [Exportable α] (v : List α) : Bool :=
+  Lst.any (fun (p : Nat × Nat) =>
+    let a := score v p.1
+    let b := score v p.2
+    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a)
+    (pairs (Lst.len v))
+
+/-- The parameter fields, `score` only where the case starts from logits. -/
+def paramsFields {α : Type} [Exportable α] (withScore : Bool) (p : RouteParams α) :
+    List (String × String) :=
+  joinLists [[("k", toString p.k)],
+    if withScore then [("score", q (scoreFnName p.score))] else [],
+    match p.bias with
+    | some b => [("bias", vecText b)]
+    | none => [],
+    [("groups", toString p.groups), ("topkGroups", toString p.topkGroups),
+      ("groupScore", q (groupScoreName p.groupScore)),
+      ("renormalize", if p.renormalize then "true" else "false"),
+      ("scale", Exportable.text p.scale)]]
+
+def isMixtral {α : Type} [Context α] [Exportable α] (p : RouteParams α) : Bool :=
+  (match p.score with
+    | .softmax => true
+    | .sigmoid => false) &&
+  (match p.bias with
+    | none => true
+    | some _ => false) &&
+  p.groups == 1 && p.renormalize && sameVal p.scale Context.one
+
+/-- Flags that describe the routing of one case on its scores `s` and keys `c`. -/
+def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s c : List α) :
+    List String :=
+  let E := Lst.len c
+  let G := p.groups
+  let t := p.topkGroups
+  let gsc := groupScores p.groupScore G c
+  let nEl := Lst.len (Lst.filter (eligible p c) (Lst.range E))
+  let order := keptExperts (t + 1) gsc
+  let gt := fun (a b : α) => Context.gtBool a b
+  let biased := match p.bias with
+    | some _ => true
+    | none => false
+  let top2 := match p.groupScore with
+    | .top2Sum => true
+    | .max => false
+  let groupTie := decide (1 < G) && hasTie gsc
+  let boundaryTie := decide (1 < G) && decide (0 < t) && decide (t < G) &&
+    !gt (score gsc (Lst.getD order (t - 1) 0)) (score gsc (Lst.getD order t 0))
+  let cancels := biased && Lst.any (fun (pr : Nat × Nat) =>
+    let a := pr.1
+    let b := pr.2
+    (gt (score s a) (score s b) || gt (score s b) (score s a)) &&
+      !gt (score c a) (score c b) && !gt (score c b) (score c a)) (pairs E)
+  let overturns := biased && Lst.any (fun (pr : Nat × Nat) =>
+    let a := pr.1
+    let b := pr.2
+    (gt (score s a) (score s b) && gt (score c b) (score c a)) ||
+      (gt (score s b) (score s a) && gt (score c a) (score c b))) (pairs E)
+  joinLists [scoreFlags c, kFlags p.k E,
+    if groupTie then (if top2 then ["GroupTop2SumTie"] else ["GroupMaxTie"]) else [],
+    if boundaryTie then ["GroupTieAtKeptBoundary"] else [],
+    if cancels then ["BiasCancelsScoreDifference"] else [],
+    if overturns then ["BiasOverturnsScoreOrder"] else [],
+    if G == E && 1 < E then ["GroupsOfOne"] else [],
+    if decide (nEl < p.k) && decide (nEl < E) then ["KAboveEligible"] else [],
+    if isMixtral p then ["MixtralParams"] else []]
+
+/-- The properties every context shares (see the section's comment): the kept experts are
+eligible, lie in kept groups, are `routeKept`, and number `min k (eligible)`; the family
+with Mixtral's parameters is `gatesFromProbs` on the scores. -/
+def sharedPropertiesHold {α : Type} [Context α] [Exportable α] (p : RouteParams α)
+    (s c : List α) : Bool :=
+  let E := Lst.len c
+  let ke := routeKeptExperts p c
+  let kg := keptGroups p c
+  let nEl := Lst.len (Lst.filter (eligible p c) (Lst.range E))
+  Lst.all (fun e => eligible p c e && routeKept p c e &&
+    (decide (p.groups ≤ 1) || Lst.any (· == groupOf E p.groups e) kg)) ke &&
+  Lst.len ke == min p.k nEl &&
+  Lst.len (Lst.filter (routeKept p c) (Lst.range E)) == min p.k nEl &&
+  sameVec (routeGatesFromScores (mixtralParams p.k) s s) (gatesFromProbs p.k s)
+
+/-- A strictly increasing, positive rational stand-in for exp (`exp 0 = 1`): with it,
+softmax and sigmoid are strictly increasing maps of the logits over ℚ, as over ℝ. -/
+def ratExpMono (x : Rat) : Rat :=
+  if ratGt ratZero x then ratDiv 1 (ratSub 1 x) else ratAdd 1 x
+
+/-- The properties over ℚ that hold over the reals (see the section's comment). -/
+def ratPropertiesHold (p : RouteParams Rat) (s : List Rat) : Bool :=
+  let c := biasedKeys p.bias s
+  let E := Lst.len s
+  let shift : Rat := 7 / 3
+  let shifted := Lst.map (fun i => ratAdd (match p.bias with
+    | some b => score b i
+    | none => ratZero) shift) (Lst.range E)
+  let pShift := { p with bias := some shifted }
+  let plain := { p with bias := none, groups := 1, topkGroups := 1 }
+  let bySoftmax := routeKeptExperts plain (Activation.scoresSpecWith ratExpMono .softmax s)
+  let bySigmoid := routeKeptExperts plain (Activation.scoresSpecWith ratExpMono .sigmoid s)
+  let g := routeGatesFromScores p s c
+  let keptIdx := Lst.filter (routeKept p c) (Lst.range E)
+  let total := sumSpec (Lst.map (score s) keptIdx)
+  routeKeptExperts pShift (biasedKeys pShift.bias s) == routeKeptExperts p c &&
+  bySoftmax == bySigmoid &&
+  (!p.renormalize || ratIsZero total || ratEq (sumSpec g) p.scale)
+
+/-- RouteScoresTest: the family given the scores `s` (no exp, so any context, `Rat`
+included): keys, group scores, kept groups, eligibility, ranks, kept experts, gates. -/
+def routeScoresCase {α : Type} [Context α] [Exportable α] (comment : String)
+    (extra : List String) (p : RouteParams α) (s : List α) (ratOk : Bool) : Case :=
+  let c := biasedKeys p.bias s
+  let E := Lst.len s
+  let idx := Lst.range E
+  let gsc := groupScores p.groupScore p.groups c
+  let ok := sharedPropertiesHold p s c && ratOk
+  { group := if ok then "RouteScoresTest" else "PropertyFailure", comment := comment,
+    flags := addFlags (familyFlags p s c) extra, result := "valid",
+    fields := joinLists [[ctx α], paramsFields false p, [("scores", vecText s),
+      ("keys", vecText c), ("groupScores", vecText gsc),
+      ("keptGroups", natArr (keptGroups p c)),
+      ("eligible", boolArr (Lst.map (eligible p c) idx)),
+      ("routeRanks", natArr (Lst.map (routeRank p c) idx)),
+      ("routeKept", boolArr (Lst.map (routeKept p c) idx)),
+      ("routeKeptExperts", natArr (routeKeptExperts p c)),
+      ("gates", vecText (routeGatesFromScores p s c))]] }
+
+/-- The exp values `routeGates` used, in call order: softmax's `exp(x_i - m)`, or the
+sigmoid's `exp(0 - x_i)`. -/
+def familyExps {α : Type} [ExpContext α] (f : ScoreFn) (l : List α) : List α :=
+  match f with
+  | .softmax => (Activation.softmaxTraceWith ExpContext.exp l).exps
+  | .sigmoid => Lst.map (fun x => ExpContext.exp (Context.sub Context.zero x)) l
+
+/-- RouteGatesTest: `routeGates` from binary32/binary64 logits with every intermediate and
+the exp values Lean used (`max` for softmax only). -/
+def routeGatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (extra : List String) (p : RouteParams α) (l : List α) : Case :=
+  let s := Activation.scoresSpec p.score l
+  let c := biasedKeys p.bias s
+  let softmax := match p.score with
+    | .softmax => true
+    | .sigmoid => false
+  let saturates := !softmax && Lst.any (fun (xy : α × α) => !Exportable.isInf xy.1 &&
+    sameVal xy.2 (Context.one : α)) (Lst.zip l s)
+  let ok := sharedPropertiesHold p s c &&
+    sameVec (routeGates (mixtralParams p.k) l) (gatesVecSpec p.k l)
+  { group := if ok then "RouteGatesTest" else "PropertyFailure", comment := comment,
+    flags := addFlags (familyFlags p s c)
+      (Lst.app extra (if saturates then ["SigmoidSaturates"] else [])),
+    result := "valid",
+    fields := joinLists [[ctx α], paramsFields true p, [("logits", vecText l)],
+      if softmax then [("max", Exportable.text (Activation.softmaxTraceWith
+        ExpContext.exp l).m)] else [],
+      [("exps", vecText (familyExps p.score l)), ("scores", vecText s),
+      ("keys", vecText c), ("groupScores", vecText (groupScores p.groupScore p.groups c)),
+      ("keptGroups", natArr (keptGroups p c)),
+      ("routeKeptExperts", natArr (routeKeptExperts p c)),
+      ("gates", vecText (routeGates p l))]] }
+
+/-- SigmoidTest: `sigmoidSpec` of each logit with the exp values it used. -/
+def sigmoidCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (l : List α) : Case :=
+  let s := Lst.map Activation.sigmoidSpec l
+  let es := familyExps .sigmoid l
+  let saturates := Lst.any (fun (xy : α × α) => !Exportable.isInf xy.1 &&
+    sameVal xy.2 (Context.one : α)) (Lst.zip l s)
+  let overflows := Lst.any (fun (xy : α × α) => !Exportable.isInf xy.1 &&
+    Exportable.isInf xy.2) (Lst.zip l es)
+  { group := "SigmoidTest", comment := comment,
+    flags := joinLists [scoreFlags l, if saturates then ["SigmoidSaturates"] else [],
+      if overflows then ["SigmoidExpOverflow"] else []],
+    result := "valid",
+    fields := [ctx α, ("logits", vecText l), ("exps", vecText es), ("sigmoid", vecText s)] }
+
+/-! ### Drawing the family's cases -/
+
+/-- (E, G) with G dividing E: one group, groups of one, and DeepSeek-like shapes. -/
+def familyShapes : List (Nat × Nat) :=
+  [(1, 1), (2, 1), (2, 2), (3, 1), (3, 3), (4, 1), (4, 2), (4, 4), (5, 1), (6, 2), (6, 3),
+    (6, 6), (8, 1), (8, 2), (8, 4), (8, 8), (9, 3), (12, 3), (12, 4), (12, 6), (16, 1),
+    (16, 4), (16, 8)]
+
+/-- Eighths 0 … 1 as binary32 bit patterns: scores on this grid tie, and their sums are exact. -/
+def eighths32 : List Nat :=
+  [0x00000000, 0x3e000000, 0x3e800000, 0x3ec00000, 0x3f000000, 0x3f200000, 0x3f400000,
+    0x3f600000, 0x3f800000]
+
+/-- A binary32 score in [0, 1]: the eighths grid, -0, or a random value in (2^-7, 1). -/
+def genScore32 : Gen Float32 := do
+  let c ← nextNat 8
+  if c ≤ 3 then return f32 (← pick eighths32)
+  else if c == 4 then return f32 ((← nextNat 2) * 0x80000000)
+  else return f32 ((120 + (← nextNat 6)) * 0x800000 + (← nextNat 0x800000))
+
+/-- A binary32 bias: ±eighths up to 1/2, ±0, or a random value of magnitude below 1/2. -/
+def genBias32 : Gen Float32 := do
+  let c ← nextNat 6
+  let sgn := (← nextNat 2) * 0x80000000
+  if c ≤ 2 then return f32 (sgn + (← pick (Lst.take 5 eighths32)))
+  else if c == 3 then return f32 sgn
+  else return f32 (sgn + (118 + (← nextNat 7)) * 0x800000 + (← nextNat 0x800000))
+
+/-- Scales: 1 (none), DeepSeek-V3/GLM's 2.5, Kimi K2's 2.827, DeepSeek-V2's 16, 0.1, 1.5. -/
+def scales32 : List Nat := [0x3f800000, 0x40200000, 0x4034ed91, 0x41800000, 0x3dcccccd,
+  0x3fc00000]
+
+def genScoreRat : Gen Rat := do
+  if (← nextNat 3) == 0 then
+    let d := 1 + (← nextNat 12)
+    return ratDiv (ratOfNat (← nextNat (d + 1))) (ratOfNat d)
+  return ratDiv (ratOfNat (← nextNat 9)) 8
+
+def genBiasRat : Gen Rat := do
+  if (← nextNat 3) == 0 then genRat
+  else return ratDiv (ratSub (ratOfNat (← nextNat 9)) 4) 8
+
+def scalesRat : List Rat := [1, 5 / 2, 2827 / 1000, 16, 1 / 10, 3 / 2]
+
+instance : Inhabited Rat := ⟨ratZero⟩
+
+/-- Parameters for E experts in G groups, with biases from `genB` and a scale from `scales`;
+about a quarter of the biases make some keys exactly equal (`b_i = t - s_i`). -/
+def genParams {α : Type} [Context α] [Inhabited α] (E G : Nat) (s : List α) (genB : Gen α)
+    (scales : List α) (withBias : Bool) : Gen (RouteParams α) := do
+  let k ← genK E
+  let f := if (← nextNat 2) == 0 then ScoreFn.softmax else ScoreFn.sigmoid
+  let b ← genList E genB
+  let cancel ← nextNat 4
+  let target := Context.add (score s 0) (score b 0)
+  let mask ← genList E (nextNat 2)
+  let b := if cancel == 0 then
+      Lst.map (fun i => if Lst.getD mask i 0 == 0 then Context.sub target (score s i)
+        else score b i) (Lst.range E)
+    else b
+  let hasBias := withBias && (← nextNat 2) == 0
+  let t := 1 + (← nextNat G)
+  let top2 := (← nextNat 2) == 0 && (G ≤ 1 || 2 ≤ E / G)
+  let renorm := (← nextNat 2) == 0
+  let sc ← if (← nextNat 3) == 0 then pure Context.one else pick scales
+  return {
+    k := k, score := f, bias := if hasBias then some b else none, groups := G,
+    topkGroups := t, groupScore := if top2 then .top2Sum else .max, renormalize := renorm,
+    scale := sc }
+
+def widenParams (p : RouteParams Float32) : RouteParams Float :=
+  { k := p.k, score := p.score,
+    bias := match p.bias with
+      | some b => some (widen b)
+      | none => none,
+    groups := p.groups, topkGroups := p.topkGroups, groupScore := p.groupScore,
+    renormalize := p.renormalize, scale := f32toF64 p.scale }
+
+def routeScoresCase' (i : Nat) : Gen Case := do
+  let (E, G) ← pick familyShapes
+  let c := i % 3
+  if c == 2 then
+    let s ← genList E genScoreRat
+    let p ← genParams E G s genBiasRat scalesRat true
+    return routeScoresCase s!"rational scores #{i}, E={E} G={G}" [] p s (ratPropertiesHold p s)
+  let s ← genList E genScore32
+  let p ← genParams E G s genBias32 (Lst.map f32 scales32) true
+  if c == 0 then
+    return routeScoresCase s!"binary32 scores #{i}, E={E} G={G}" [] p s true
+  return routeScoresCase s!"binary64 scores #{i}, E={E} G={G}" [] (widenParams p) (widen s)
+    true
+
+/-- Logits for the family: softmax rows stay finite (an infinity makes NaN keys, outside
+the domain); sigmoid takes ±inf (scores 1 and 0). -/
+def genFamilyLogits32 (f : ScoreFn) (E : Nat) : Gen (List Float32) := do
+  let l ← genLogits32 E
+  match f with
+  | .softmax => return Lst.map (fun x => if f32isInf x then f32 0x40000000 else x) l
+  | .sigmoid => return l
+
+def routeGatesCase' (i : Nat) : Gen Case := do
+  let (E, G) ← pick familyShapes
+  let p ← genParams E G (Lst.replicate E f32zero) genBias32 (Lst.map f32 scales32) true
+  let l ← genFamilyLogits32 p.score E
+  if i % 2 == 0 then
+    return routeGatesCase s!"binary32 logits #{i}, E={E} G={G}" [] p l
+  return routeGatesCase s!"binary64 logits #{i}, E={E} G={G}" [] (widenParams p) (widen l)
+
+/-- The models of issue 16 at small sizes: name, E, parameters (biases `b` where the model
+has them). -/
+def modelParams (m : Nat) (b : List Float32) : String × Nat × RouteParams Float32 :=
+  let one := f32one
+  let plain : RouteParams Float32 := {
+    k := 4, score := .softmax, bias := none, groups := 1, topkGroups := 1,
+    groupScore := .max, renormalize := true, scale := one }
+  if m == 0 then ("Mixtral", 8, { plain with k := 2 })
+  else if m == 1 then ("Qwen2-MoE", 12, { plain with renormalize := false })
+  else if m == 2 then ("DeepSeek-V2", 16, { plain with
+    groups := 4, topkGroups := 2, renormalize := false, scale := f32 0x41800000 })
+  else if m == 3 then ("DeepSeek-V3", 16, { plain with
+    score := .sigmoid, bias := some b, groups := 4, topkGroups := 2,
+    groupScore := .top2Sum, scale := f32 0x40200000 })
+  else if m == 4 then ("Kimi-K2", 16, { plain with
+    score := .sigmoid, bias := some b, scale := f32 0x4034ed91 })
+  else if m == 5 then ("GLM-4.5", 16, { plain with
+    score := .sigmoid, bias := some b, scale := f32 0x40200000 })
+  else if m == 6 then ("Llama 4", 16, { plain with
+    k := 1, score := .sigmoid, renormalize := false })
+  else ("DeepSeek-V3 with k > eligible", 16, { plain with
+    k := 12, score := .sigmoid, bias := some b, groups := 4, topkGroups := 2,
+    groupScore := .top2Sum, scale := f32 0x40200000 })
+
+/-- Model-shaped cases: fixed parameters, drawn logits and biases, in both contexts. -/
+def modelCase' (i : Nat) : Gen (List Case) := do
+  let m := i % 8
+  let b ← genList 16 genBias32
+  let (name, E, p) := modelParams m b
+  let l ← genFamilyLogits32 p.score E
+  let flag := if m == 3 || m == 7 then ["DeepSeekV3Shape"] else if m == 6 then
+    ["Llama4TopOne"] else []
+  return [routeGatesCase s!"{name}-shaped, binary32 #{i}" flag p l,
+    routeGatesCase s!"{name}-shaped, binary64 #{i}" flag (widenParams p) (widen l)]
+
+def sigmoidCase' (i : Nat) : Gen Case := do
+  let E ← pick sizes
+  let l ← genLogits32 E
+  if i % 2 == 0 then return sigmoidCase s!"binary32 sigmoid #{i}" l
+  return sigmoidCase s!"binary64 sigmoid #{i}" (widen l)
+
+/-- Sigmoid at its edges: ±0, ±1, around binary32's saturation (16.6: 16, 16.5, 17, 17.5),
+88 and 89 (exp(89) overflows binary32, not binary64), ±104, ±745, the largest finite,
+±inf, the smallest subnormals. -/
+def sigmoidEdges32 : List Float32 :=
+  Lst.map f32 [0x00000000, 0x80000000, 0x3f800000, 0xbf800000, 0x41800000, 0x41840000,
+    0x41880000, 0x418c0000, 0x42b00000, 0x42b20000, 0xc2b20000, 0x42d00000, 0xc2d00000,
+    0x443a4000, 0xc43a4000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x00000001,
+    0x80000001]
+
+/-- Hand-made rows for the family's adversarial cases, given as (comment, flag, params,
+scores) over `Rat` and exported in all three contexts (every value is exact in binary32). -/
+def familyRows : List (String × String × RouteParams Rat × List Rat) :=
+  let base : RouteParams Rat := {
+    k := 2, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
+    groupScore := .max, renormalize := true, scale := 1 }
+  [("group maxima tie three ways: the lower groups are kept", "GroupMaxTie",
+      { base with groups := 4, topkGroups := 2 },
+      [1/2, 1/4, 1/4, 1/2, 1/8, 1/8, 1/2, 0]),
+   ("biases cancel every score difference: all keys 1/2, ties to the lower index",
+      "BiasCancelsScoreDifference", { base with bias := some [0, 1/4, -1/4, 3/8] },
+      [1/2, 1/4, 3/4, 1/8]),
+   ("a group's best two keys tie with another group's (sum 1/2), max would differ",
+      "GroupTop2SumTie", { base with groups := 4, groupScore := .top2Sum },
+      [3/8, 1/8, 1/4, 1/4, 1/2, 0, 1/8, 1/8]),
+   ("biases overturn the score order; gates use the unbiased scores",
+      "BiasOverturnsScoreOrder", { base with bias := some [-1, 1, 0, 0] },
+      [7/8, 1/8, 1/2, 1/4]),
+   ("groups of one (G = E), k above the eligible count", "GroupsOfOne",
+      { base with k := 3, groups := 4, topkGroups := 2 }, [1/4, 3/4, 1/2, 1/8]),
+   ("k above the eligible experts: one group of two kept, k = 4", "KAboveEligible",
+      { base with
+        k := 4, groups := 4, topkGroups := 1, groupScore := .top2Sum, scale := 5/2 },
+      [1/8, 1/4, 1/2, 3/8, 0, 7/8, 1/8, 1/8]),
+   ("Llama 4 top-1: raw score, no renormalisation", "Llama4TopOne",
+      { base with k := 1, renormalize := false }, [1/4, 3/4, 3/4, 1/2]),
+   ("DeepSeek-V3 shape: 16 experts, 4 groups, top 2 by top-2 sum, k = 4, scale 5/2",
+      "DeepSeekV3Shape", { base with
+        k := 4, groups := 4, topkGroups := 2, groupScore := .top2Sum, scale := 5/2,
+        bias := some [0, 1/8, 0, -1/8, 1/4, 0, 0, 0, 0, 0, 1/8, 0, -1/4, 0, 0, 1/8] },
+      [1/2, 1/4, 3/8, 5/8, 1/8, 7/8, 1/4, 1/2, 3/4, 1/4, 1/8, 1/2, 7/8, 0, 3/8, 1/4]),
+   ("group maxima tie at the kept boundary, bias breaks the experts' tie",
+      "GroupTieAtKeptBoundary", { base with
+        groups := 3, topkGroups := 1, bias := some [0, 0, 0, 0, 1/8, 0] },
+      [1/2, 1/4, 1/2, 1/4, 3/8, 0])]
+
+/-- The rational values of a row as binary32 (each is an exact binary32 number). -/
+def ratTo32 (r : Rat) : Float32 :=
+  let n := r.num
+  let v : Float32 := Float32.ofNat n.natAbs / Float32.ofNat r.den
+  if n < 0 then f32sub f32zero v else v
+
+def mapParams {α β : Type} (f : α → β) (p : RouteParams α) : RouteParams β :=
+  { k := p.k, score := p.score,
+    bias := match p.bias with
+      | some b => some (Lst.map f b)
+      | none => none,
+    groups := p.groups, topkGroups := p.topkGroups, groupScore := p.groupScore,
+    renormalize := p.renormalize, scale := f p.scale }
+
+def familyRowCases : List Case :=
+  Lst.flatMap (fun (r : String × String × RouteParams Rat × List Rat) =>
+    let (comment, flag, p, s) := r
+    let p32 := mapParams ratTo32 p
+    let s32 := Lst.map ratTo32 s
+    [routeScoresCase (comment ++ ", rational") [flag] p s (ratPropertiesHold p s),
+      routeScoresCase (comment ++ ", binary32") [flag] p32 s32 true,
+      routeScoresCase (comment ++ ", binary64") [flag] (mapParams f32toF64 p32)
+        (widen s32) true]) familyRows
+
+/-- Sigmoid saturation in routing: logits 17 and 20 both give score 1 in binary32, a tie
+that rounding creates (ties to the lower index), while binary64 tells them apart. -/
+def fixedRouteGatesCases : List Case :=
+  let p : RouteParams Float32 := {
+    k := 1, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
+    groupScore := .max, renormalize := false, scale := f32one }
+  let l := [f32 0x41880000, f32 0x41a00000, f32 0x3f800000]
+  [routeGatesCase "sigmoid saturates: 17 and 20 tie at 1 in binary32" [] p l,
+    routeGatesCase "sigmoid saturates: 17 and 20 tie at 1 in binary32, in binary64" []
+      (widenParams p) (widen l)]
+
+def fixedSigmoidCases : List Case :=
+  [sigmoidCase "sigmoid edges, binary32" sigmoidEdges32,
+    sigmoidCase "sigmoid edges, binary64" (widen sigmoidEdges32)]
+
 /-! ## The file -/
 
 def groupOrder : List String :=
   ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
     "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
-    "SoftmaxPermuteTest"]
+    "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest"]
 
 def notes : List (String × String) :=
   [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
@@ -721,7 +1159,19 @@ def notes : List (String × String) :=
    ("EmptyGroup", "A group with no tokens."),
    ("TokenDropped", "At least one token exceeds its expert's capacity."),
    ("InfiniteDisplacedExpert", "An expert that is not kept outputs an infinity: the dense layer multiplies it by its gate 0 (0 * inf = NaN), the sparse block never runs it, so they differ in floats."),
-   ("NearTieAtKeptBoundary", "The last kept and the first displaced logit are distinct but very close (one ulp, or 0 and 2^-30): a rounding error can swap them.")]
+   ("NearTieAtKeptBoundary", "The last kept and the first displaced logit are distinct but very close (one ulp, or 0 and 2^-30): a rounding error can swap them."),
+   ("GroupMaxTie", "Two group scores (max of the group's keys) tie: the lower group index wins."),
+   ("GroupTop2SumTie", "Two group scores (sum of the group's best two keys) tie: the lower group index wins."),
+   ("GroupTieAtKeptBoundary", "The last kept and the first displaced group score tie exactly: the group index decides which group's experts are eligible."),
+   ("BiasCancelsScoreDifference", "The bias makes the keys of two experts with different scores equal: the index decides."),
+   ("BiasOverturnsScoreOrder", "The bias reverses the order of two experts' scores: selection follows the keys, gates the scores."),
+   ("GroupsOfOne", "G = E: every group is one expert."),
+   ("KAboveEligible", "k exceeds the number of experts in the kept groups: only those are kept."),
+   ("MixtralParams", "Softmax, no bias, one group, renormalised, scale 1: the gates are gatesVecSpec (routeGatesWith_eq_gatesVecSpecWith)."),
+   ("SigmoidSaturates", "A finite logit has sigmoid exactly 1 (binary32 above about 16.6): a tie that rounding creates."),
+   ("SigmoidExpOverflow", "exp(0 - x) overflows to +inf for a finite x: the sigmoid is exactly 0."),
+   ("Llama4TopOne", "Llama 4's router: sigmoid, no bias, one group, k = 1, raw score."),
+   ("DeepSeekV3Shape", "DeepSeek-V3's router at a small size: sigmoid, bias, groups by top-2 sum, renormalised, scale 2.5.")]
 
 def testText (id : Nat) (c : Case) : String :=
   obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
@@ -783,11 +1233,22 @@ def allCases : Gen (List Case) := do
   -- Drawn after every earlier group, so that adding them left the earlier draws unchanged.
   let fp ← numbered forwardProbsCase' 120 0
   let sp ← numbered softmaxPermuteCase' 100 0
+  -- The routing family (issue 16), drawn after everything else for the same reason.
+  let rs ← numbered routeScoresCase' 300 0
+  let rg ← numbered routeGatesCase' 200 0
+  let md ← numbered modelCase' 96 0
+  let sg' ← numbered sigmoidCase' 60 0
   return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw, fixedForwardCases,
-    pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp]
+    pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp,
+    familyRowCases, rs, fixedRouteGatesCases, rg, joinLists md, fixedSigmoidCases, sg']
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1
+  -- A case whose properties failed (see the routing family's section) fails the export.
+  let failed := Lst.filter (fun c => c.group == "PropertyFailure") cases
+  if Lst.len failed != 0 then
+    throw (IO.userError ("moe-oracle export: a property of the routing family fails on: " ++
+      "; ".intercalate (Lst.map (fun c => c.comment) failed)))
   IO.FS.writeFile "moe_spec_vectors_v1.json" (render cases)
   IO.println s!"moe-oracle export: wrote {Lst.len cases} tests"
 

@@ -114,9 +114,14 @@ def sort (xs : List Nat) : List Nat := foldl (fun acc x => insertSorted x acc) [
 end Lst
 
 /-- A scalar context: TorchLean's `Context` without `exp` (so that `Rat` has one).
-`max` is Lean's `maxOfLe` (`if x ≤ y then y else x`); `gtBool x y = decide (x > y)`. -/
+`max` is Lean's `maxOfLe` (`if x ≤ y then y else x`); `gtBool x y = decide (x > y)`.
+`one` is a field, not derived: the routing family (issue 16) needs it for the sigmoid
+`1 / (1 + exp(0 - x))` and for "scale 1 = no scaling", and no total derivation exists in
+every context (`x / x` is 0 at 0 over `Rat`, `exp 0` needs an `ExpContext`). The C++
+oracle's `ContextBase::one()` is the literal 1, as here. -/
 class Context (α : Type) where
   zero : α
+  one : α
   add : α → α → α
   sub : α → α → α
   mul : α → α → α
@@ -131,6 +136,7 @@ class ExpContext (α : Type) extends Context α where
 /-! The operations of each context, one `@[noinline]` definition each (see the top). -/
 
 @[noinline] def f64zero : Float := Float.ofBits 0
+@[noinline] def f64one : Float := Float.ofBits 0x3ff0000000000000
 @[noinline] def f64add (x y : Float) : Float := x + y
 @[noinline] def f64sub (x y : Float) : Float := x - y
 @[noinline] def f64mul (x y : Float) : Float := x * y
@@ -140,6 +146,7 @@ class ExpContext (α : Type) extends Context α where
 @[noinline] def f64exp (x : Float) : Float := Float.exp x
 
 @[noinline] def f32zero : Float32 := Float32.ofBits 0
+@[noinline] def f32one : Float32 := Float32.ofBits 0x3f800000
 @[noinline] def f32add (x y : Float32) : Float32 := x + y
 @[noinline] def f32sub (x y : Float32) : Float32 := x - y
 @[noinline] def f32mul (x y : Float32) : Float32 := x * y
@@ -154,6 +161,7 @@ class ExpContext (α : Type) extends Context α where
 @[noinline] def f64isNaN (x : Float) : Bool := x.isNaN
 
 @[noinline] def ratZero : Rat := 0
+@[noinline] def ratOne : Rat := 1
 @[noinline] def ratAdd (x y : Rat) : Rat := x + y
 @[noinline] def ratSub (x y : Rat) : Rat := x - y
 @[noinline] def ratMul (x y : Rat) : Rat := x * y
@@ -165,6 +173,7 @@ class ExpContext (α : Type) extends Context α where
 
 instance : ExpContext Float where
   zero := f64zero
+  one := f64one
   add := f64add
   sub := f64sub
   mul := f64mul
@@ -175,6 +184,7 @@ instance : ExpContext Float where
 
 instance : ExpContext Float32 where
   zero := f32zero
+  one := f32one
   add := f32add
   sub := f32sub
   mul := f32mul
@@ -185,6 +195,7 @@ instance : ExpContext Float32 where
 
 instance : Context Rat where
   zero := ratZero
+  one := ratOne
   add := ratAdd
   sub := ratSub
   mul := ratMul
@@ -354,6 +365,247 @@ def switchBalance (E : Nat) (group : List (Nat × List Rat)) : Rat :=
 
 end Spec.MoE
 
+/-! ## The routing family of today's open MoE models (issue 16)
+
+Scores `s` (softmax or sigmoid of the logits), selection keys `c = s + b` (exactly `s`
+without a bias), optional groups of experts ranked by a group score, the k best eligible
+experts by `beats` over `c`, and gates from the unbiased scores, optionally renormalised
+over the kept experts (index order) and times a scale. Mixtral, GPT-OSS and Qwen3 are
+softmax, no bias, one group, renormalised, scale 1 (`routeGatesWith_eq_gatesVecSpecWith` below: then
+this is `gatesVecSpec`); Qwen1.5/2-MoE do not renormalise; DeepSeek-V2 groups by max and
+scales; DeepSeek-V3/R1 are sigmoid, bias, 8 groups, top 4 by the sum of their top 2,
+renormalised, scale 2.5; Kimi K2 and GLM-4.5 the same with one group; Llama 4 is sigmoid,
+top-1, raw. Every definition is total: outside `paramsValid` it still gives a value (a
+group count of 0 puts every expert in group 0, a short bias reads zeros past its end). -/
+
+namespace Activation
+
+variable {α : Type} [Context α]
+
+/-- The logistic sigmoid with the exponential supplied, in this order of operations:
+`1 / (1 + exp(0 - x))` (one exp, one add, one division; `0 - x` is the negation, so that
+it is a `Context` operation; it differs from `-x` only in the sign of a zero, whose exp
+is 1 either way). -/
+def sigmoidSpecWith (expFn : α → α) (x : α) : α :=
+  Context.div Context.one (Context.add Context.one (expFn (Context.sub Context.zero x)))
+
+/-- `sigmoidSpec x = 1 / (1 + exp(0 - x))`. -/
+def sigmoidSpec [ExpContext α] (x : α) : α := sigmoidSpecWith ExpContext.exp x
+
+end Activation
+
+namespace Spec.MoE
+
+/-- How the router turns logits into scores. -/
+inductive ScoreFn where
+  | softmax
+  | sigmoid
+
+/-- How a group of experts is scored: the max of its keys, or the sum of its best two. -/
+inductive GroupScore where
+  | max
+  | top2Sum
+
+/-- The router's parameters (vLLM's `grouped_topk` / the C ABI's `moe_route_params_v2`):
+`k` experts kept; `score`; `bias` (one per expert, or none: then `c = s` exactly);
+`groups` G (1 = no grouping); `topkGroups` groups kept; `groupScore` (ignored when G = 1);
+`renormalize`; `scale` (1 = none). -/
+structure RouteParams (α : Type) where
+  k : Nat
+  score : ScoreFn
+  bias : Option (List α)
+  groups : Nat
+  topkGroups : Nat
+  groupScore : GroupScore
+  renormalize : Bool
+  scale : α
+
+variable {α : Type} [Context α]
+
+/-- The domain for E experts: a bias, if any, has E entries; G ≥ 1 divides E (E = 0: any
+G ≥ 1); 1 ≤ topkGroups ≤ G; top-2-sum groups of more than one have at least two experts.
+(k is any `Nat`; the C ABI also asks for a finite scale, which a `Context` cannot test.) -/
+def paramsValid (E : Nat) (p : RouteParams α) : Bool :=
+  (match p.bias with
+    | none => true
+    | some b => Lst.len b == E) &&
+  decide (1 ≤ p.groups) && E % p.groups == 0 &&
+  decide (1 ≤ p.topkGroups) && decide (p.topkGroups ≤ p.groups) &&
+  (match p.groupScore with
+    | .max => true
+    | .top2Sum => decide (p.groups ≤ 1) || decide (2 ≤ E / p.groups))
+
+end Spec.MoE
+
+namespace Activation
+
+variable {α : Type} [Context α]
+
+/-- The scores with the exponential supplied: `softmaxVecSpecWith`, or `sigmoidSpecWith`
+of each logit (one exp each, in index order). -/
+def scoresSpecWith (expFn : α → α) (f : Spec.MoE.ScoreFn) (logits : List α) : List α :=
+  match f with
+  | .softmax => Activation.softmaxVecSpecWith expFn logits
+  | .sigmoid => Lst.map (Activation.sigmoidSpecWith expFn) logits
+
+/-- The scores: `softmaxVecSpec`, or `sigmoidSpec` of each logit. -/
+def scoresSpec [ExpContext α] (f : Spec.MoE.ScoreFn) (logits : List α) : List α :=
+  scoresSpecWith ExpContext.exp f logits
+
+end Activation
+
+namespace Spec.MoE
+
+variable {α : Type} [Context α]
+
+/-- The selection keys: `c_e = s_e + b_e` with a bias (zero past the bias's end), else
+`s` itself (no addition, so no `0 + -0` turns a `-0` into `+0`). -/
+def biasedKeys (bias : Option (List α)) (s : List α) : List α :=
+  match bias with
+  | none => s
+  | some b => Lst.map (fun i => Context.add (score s i) (score b i)) (Lst.range (Lst.len s))
+
+/-- The experts of group g out of G over E experts: `[g·E/G, (g+1)·E/G)`. -/
+def groupMembers (E G g : Nat) : List Nat :=
+  Lst.map (fun j => g * (E / G) + j) (Lst.range (E / G))
+
+/-- The group of expert e: `e / (E/G)` (0 for every expert when E/G = 0). -/
+def groupOf (E G e : Nat) : Nat := e / (E / G)
+
+/-- The keys of group g, in index order. -/
+def groupKeys (c : List α) (G g : Nat) : List α :=
+  Lst.map (score c) (groupMembers (Lst.len c) G g)
+
+/-- `groupMax c G g`: the left fold of `max` over the group's keys seeded with its first
+key (softmax's max; zero for an empty group, which only an invalid G makes). -/
+def groupMax (c : List α) (G g : Nat) : α :=
+  match groupKeys c G g with
+  | [] => Context.zero
+  | x0 :: xs => Lst.foldl Context.max x0 (x0 :: xs)
+
+/-- `groupTop2Sum c G g`: the group's best and second keys by `beats` within the group
+(ties to the lower index), summed best first as `sumSpec` does: `(0 + c_best) + c_second`.
+A group of one gives its one key as it is; an empty group zero. -/
+def groupTop2Sum (c : List α) (G g : Nat) : α :=
+  let keys := groupKeys c G g
+  match keptExperts 2 keys with
+  | [a, b] => Context.add (Context.add Context.zero (score keys a)) (score keys b)
+  | [a] => score keys a
+  | _ => Context.zero
+
+/-- The score of every group `0 … G-1`. -/
+def groupScores (gs : GroupScore) (G : Nat) (c : List α) : List α :=
+  Lst.map (fun g => match gs with
+    | .max => groupMax c G g
+    | .top2Sum => groupTop2Sum c G g) (Lst.range G)
+
+/-- The kept groups, best first: `keptExperts topkGroups` over the group scores (ties to
+the lower group index). With one group, that group (the experts are then all eligible
+whatever the group score, `eligible`). -/
+def keptGroups (p : RouteParams α) (c : List α) : List Nat :=
+  keptExperts p.topkGroups (groupScores p.groupScore p.groups c)
+
+/-- `eligible` given the group scores `gsc` (computed once by the callers below). -/
+def eligibleIn (p : RouteParams α) (E : Nat) (gsc : List α) (e : Nat) : Bool :=
+  decide (p.groups ≤ 1) || kept p.topkGroups gsc (groupOf E p.groups e)
+
+/-- `eligible p c e`: expert e's group is kept (`kept topkGroups (groupScores ..)`); with
+G = 1 every expert is eligible. -/
+def eligible (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
+  eligibleIn p (Lst.len c) (groupScores p.groupScore p.groups c) e
+
+/-- `routeRank` given the group scores. -/
+def routeRankIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : Nat :=
+  Lst.foldl (fun n j => if eligibleIn p (Lst.len c) gsc j && beats c j e then n + 1 else n) 0
+    (Lst.range (Lst.len c))
+
+/-- `routeRank p c e`: how many eligible experts beat e on the keys `c`. -/
+def routeRank (p : RouteParams α) (c : List α) (e : Nat) : Nat :=
+  routeRankIn p c (groupScores p.groupScore p.groups c) e
+
+/-- `routeKept` given the group scores. -/
+def routeKeptIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : Bool :=
+  eligibleIn p (Lst.len c) gsc e && decide (routeRankIn p c gsc e < p.k)
+
+/-- `routeKept p c e`: e is eligible and among the k best eligible experts; exactly
+`min k (number eligible)` are kept (for keys without NaN). -/
+def routeKept (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
+  routeKeptIn p c (groupScores p.groupScore p.groups c) e
+
+/-- The kept experts, best first: position r holds the eligible expert of `routeRank` r,
+for r < min k (number eligible). -/
+def routeKeptExperts (p : RouteParams α) (c : List α) : List Nat :=
+  let E := Lst.len c
+  let gsc := groupScores p.groupScore p.groups c
+  let idx := Lst.range E
+  let el := Lst.map (eligibleIn p E gsc) idx
+  let r := Lst.map (routeRankIn p c gsc) idx
+  let nEl := Lst.len (Lst.filter (fun b => b) el)
+  Lst.filterMap (fun pos => Lst.find? (fun i => Lst.getD el i false && Lst.getD r i 0 == pos)
+    idx) (Lst.range (min p.k nEl))
+
+/-- The dense gates (length E) given the scores `s` and the keys `c` (no exp, so it runs
+over `Rat`): for e kept on `c`, `w_e = s_e` (the unbiased score), divided by
+`total = sumSpec` of `s` over the kept experts in index order when renormalising, then
+times the scale: `gate_e = (w_e [/ total]) * scale`. Other gates are zero, not scaled. -/
+def routeGatesFromScores (p : RouteParams α) (s c : List α) : List α :=
+  let idx := Lst.range (Lst.len s)
+  let mask := Lst.map (routeKeptIn p c (groupScores p.groupScore p.groups c)) idx
+  let total := sumSpec (Lst.map (score s) (Lst.filter (fun j => Lst.getD mask j false) idx))
+  Lst.map (fun e => if Lst.getD mask e false then
+      Context.mul (if p.renormalize then Context.div (score s e) total else score s e) p.scale
+    else Context.zero) idx
+
+/-- The gates from the logits with the exponential supplied: scores, keys, gates. -/
+def routeGatesWith (expFn : α → α) (p : RouteParams α) (logits : List α) : List α :=
+  let s := Activation.scoresSpecWith expFn p.score logits
+  routeGatesFromScores p s (biasedKeys p.bias s)
+
+/-- `routeGates p logits`: the family's gates. -/
+def routeGates [ExpContext α] (p : RouteParams α) (logits : List α) : List α :=
+  routeGatesWith ExpContext.exp p logits
+
+/-- Mixtral's parameters in the family: softmax, no bias, one group, renormalised, scale 1
+(`topkGroups` and `groupScore` are then irrelevant). -/
+def mixtralParams (k : Nat) : RouteParams α :=
+  { k := k, score := .softmax, bias := none, groups := 1, topkGroups := 1,
+    groupScore := .max, renormalize := true, scale := Context.one }
+
+/-- With one group, every expert is eligible and `routeKeptIn` is `kept` on the keys. -/
+theorem routeKeptIn_one_group (p : RouteParams α) (hg : p.groups = 1) (c gsc : List α) :
+    routeKeptIn p c gsc = kept p.k c := by
+  funext e
+  simp [routeKeptIn, routeRankIn, eligibleIn, kept, rank, hg]
+
+/-- The family reduces to `gatesVecSpec` (issue 16): with softmax scores, no bias, one
+group, renormalisation and scale 1, the gates are `gatesVecSpecWith`, for every
+exponential, in every context where `x * 1 = x`. That holds over `Rat`, and in binary32 and
+binary64 for every non-NaN x (a NaN stays a NaN, of any payload); Export.lean checks the
+equality bit for bit on every exported case. `topkGroups` and `groupScore` are free: with
+one group every expert is eligible. -/
+theorem routeGatesWith_eq_gatesVecSpecWith (expFn : α → α) (p : RouteParams α)
+    (logits : List α) (hs : p.score = .softmax) (hb : p.bias = none) (hg : p.groups = 1)
+    (hr : p.renormalize = true) (hsc : p.scale = Context.one)
+    (hone : ∀ x : α, Context.mul x Context.one = x) :
+    routeGatesWith expFn p logits = gatesVecSpecWith expFn p.k logits := by
+  simp only [routeGatesWith, routeGatesFromScores, Activation.scoresSpecWith, hs, biasedKeys,
+    hb, routeKeptIn_one_group p hg, hr, hsc, hone, gatesVecSpecWith, gatesFromProbs,
+    Activation.softmaxVecSpecWith, ↓reduceIte]
+
+end Spec.MoE
+
+namespace Spec.MoE
+
+/-- `routeGates (mixtralParams k) = gatesVecSpec k` where `x * 1 = x` (in a section of its
+own, so that `Context` comes from the `ExpContext` alone). -/
+theorem routeGates_eq_gatesVecSpec {α : Type} [ExpContext α] (k : Nat) (logits : List α)
+    (hone : ∀ x : α, Context.mul x Context.one = x) :
+    routeGates (mixtralParams k) logits = gatesVecSpec k logits :=
+  routeGatesWith_eq_gatesVecSpecWith ExpContext.exp (mixtralParams k) logits rfl rfl rfl rfl
+    rfl hone
+
+end Spec.MoE
+
 /-! ## Checks of the seeds' concrete theorems, run by every regeneration -/
 
 namespace Spec.MoE.Checks
@@ -455,6 +707,40 @@ def softmaxRelabels (s : List Rat) (e : List Nat) : Bool :=
   Lst.all (fun i => ratEq (score (sm se) i) (score (sm s) (Lst.getD e i 0)))
     (Lst.range (Lst.len s))
 #guard Lst.all (fun E => Lst.all (fun s => Lst.all (softmaxRelabels s) (permutations E))
+  (allVectors ratValues E)) (Lst.range 4)
+
+-- The routing family (issue 16), on rows worked out by hand (Export.lean exports them).
+def famBase : RouteParams Rat := {
+  k := 2, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
+  groupScore := .max, renormalize := true, scale := 1 }
+-- A bias that overturns the order selects on the keys [-1/8, 9/8, 1/2, 1/4] and gates on
+-- the unbiased scores: 1/8 and 1/2 renormalised are 1/5 and 4/5.
+def famOverturn : RouteParams Rat := { famBase with bias := some [-1, 1, 0, 0] }
+#guard routeKeptExperts famOverturn (biasedKeys famOverturn.bias [7/8, 1/8, 1/2, 1/4]) == [1, 2]
+#guard Lst.eqBy ratEq (routeGatesFromScores famOverturn [7/8, 1/8, 1/2, 1/4]
+  (biasedKeys famOverturn.bias [7/8, 1/8, 1/2, 1/4])) [0, 1/5, 4/5, 0]
+-- Group maxima 1/2, 1/2, 1/8, 1/2: groups 0 and 1 are kept (ties to the lower group), and
+-- of experts 0..3 the two keyed 1/2 (0 and 3).
+def famMaxTie : List Rat := [1/2, 1/4, 1/4, 1/2, 1/8, 1/8, 1/2, 0]
+#guard keptGroups { famBase with groups := 4, topkGroups := 2 } famMaxTie == [0, 1]
+#guard routeKeptExperts { famBase with groups := 4, topkGroups := 2 } famMaxTie == [0, 3]
+-- Top-2 sums 1/2, 1/2, 1/2, 1/4 keep group 0; by max (3/8, 1/4, 1/2, 1/8) group 2.
+def famTop2 : List Rat := [3/8, 1/8, 1/4, 1/4, 1/2, 0, 1/8, 1/8]
+#guard groupScores .top2Sum 4 famTop2 == [1/2, 1/2, 1/2, 1/4]
+#guard routeKeptExperts { famBase with groups := 4, groupScore := .top2Sum } famTop2 == [0, 1]
+#guard routeKeptExperts { famBase with groups := 4 } famTop2 == [4, 5]
+-- Groups of one, two kept: k = 3 keeps only the two eligible experts.
+#guard routeKeptExperts { famBase with k := 3, groups := 4, topkGroups := 2 }
+  [1/4, 3/4, 1/2, 1/8] == [1, 2]
+-- sigmoid 0 = 1/2 in every context.
+#guard ratEq (Activation.sigmoidSpecWith ratExpStandIn 0) (1/2)
+#guard f32bits (Activation.sigmoidSpec (Float32.ofBits 0)) == 0x3f000000
+-- routeGatesWith_eq_gatesVecSpecWith from the scores, over every rational vector of length
+-- ≤ 3 over {-1, 0, 1/3, 1} and every k ≤ E + 1; with one group routeKeptExperts is
+-- keptExperts.
+#guard Lst.all (fun E => Lst.all (fun s => Lst.all (fun k =>
+    Lst.eqBy ratEq (routeGatesFromScores (mixtralParams k) s s) (gatesFromProbs k s) &&
+    routeKeptExperts (mixtralParams k) s == keptExperts k s) (Lst.range (E + 2)))
   (allVectors ratValues E)) (Lst.range 4)
 
 end Spec.MoE.Checks
