@@ -62,6 +62,29 @@ TEST(MiniSchema, RejectsUnknownFieldBadHexMissingFieldAndBadResult) {
   EXPECT_EQ(schema.validate(doc).size(), 1u);
 }
 
+// The routing family's groups (issue 16) are checked too, not skipped as unknown types.
+TEST(MiniSchema, ChecksTheFamilyGroups) {
+  const MiniSchema schema(readSchema());
+  json doc = minimalFile();
+  doc["testGroups"][0]["type"] = "SigmoidTest";
+  doc["testGroups"][0]["tests"][0] = json::parse(R"({"tcId": 1, "comment": "", "flags": [],
+    "result": "valid", "context": "binary32", "logits": ["0x00000000"],
+    "exps": ["0x3f800000"], "sigmoid": ["0x3f000000"]})");
+  EXPECT_EQ(firstErrors(schema.validate(doc)), "");
+  doc["testGroups"][0]["tests"][0].erase("sigmoid");
+  EXPECT_EQ(schema.validate(doc).size(), 1u);
+  doc = minimalFile();
+  doc["testGroups"][0]["type"] = "RouteScoresTest";
+  doc["testGroups"][0]["tests"][0] = json::parse(R"({"tcId": 1, "comment": "", "flags": [],
+    "result": "valid", "context": "rational", "k": 1, "groups": 1, "topkGroups": 1,
+    "groupScore": "max", "renormalize": true, "scale": "1/1", "scores": ["1/2"],
+    "keys": ["1/2"], "groupScores": ["1/2"], "keptGroups": [0], "eligible": [true],
+    "routeRanks": [0], "routeKept": [true], "routeKeptExperts": [0], "gates": ["1/1"]})");
+  EXPECT_EQ(firstErrors(schema.validate(doc)), "");
+  doc["testGroups"][0]["tests"][0]["groupScore"] = "mean";
+  EXPECT_EQ(schema.validate(doc).size(), 1u);
+}
+
 TEST(MiniSchema, RejectsKeywordsItCannotCheck) {
   const MiniSchema schema(json::parse(R"({"type": "object", "maxProperties": 1})"));
   EXPECT_EQ(schema.validate(json::object()).size(), 1u);
@@ -111,7 +134,8 @@ TEST(LeanVectorsLint, ScalarsMatchTheirContext) {
     for (const auto& test : group.at("tests")) {
       if (!test.contains("context")) continue;
       const std::string context = test.at("context");
-      for (const char* field : {"scores", "logits", "exps", "probs", "gates", "combined", "x"}) {
+      for (const char* field : {"scores", "logits", "exps", "probs", "gates", "combined", "x",
+                                "bias", "keys", "groupScores", "sigmoid"}) {
         if (!test.contains(field)) continue;
         for (const auto& v : test.at(field)) {
           const std::string text = v.get<std::string>();
@@ -163,15 +187,23 @@ TEST(LeanVectorsLint, EveryDefinitionIsCovered) {
       for (const auto& f : test.at("flags")) flags.insert(f.get<std::string>());
     }
   }
-  for (const char* type : {"RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest",
-                           "ForwardTest", "PermuteTest", "CapacityTest", "SwitchCapacityTest",
-                           "BalanceTest", "ForwardProbsTest", "SoftmaxPermuteTest"}) {
+  for (const char* type :
+       {"RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
+        "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
+        "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest"}) {
     EXPECT_GE(perType[type], 50u) << type;
   }
   for (const char* flag :
        {"ExactTie", "SignedZero", "Infinity", "Subnormal", "NearTie", "NonPowerOfTwoE", "KZero",
         "KEqualsE", "KAboveE", "NaN", "Float32ProbabilityTie", "NonFiniteRow", "SeedTheorem",
         "TieAtKeptBoundary", "InfiniteDisplacedExpert", "NearTieAtKeptBoundary"}) {
+    EXPECT_TRUE(flags.count(flag)) << "no test flagged " << flag;
+  }
+  // The routing family's adversarial cases (issue 16).
+  for (const char* flag :
+       {"GroupMaxTie", "GroupTop2SumTie", "GroupTieAtKeptBoundary", "BiasCancelsScoreDifference",
+        "BiasOverturnsScoreOrder", "GroupsOfOne", "KAboveEligible", "MixtralParams",
+        "SigmoidSaturates", "Llama4TopOne", "DeepSeekV3Shape"}) {
     EXPECT_TRUE(flags.count(flag)) << "no test flagged " << flag;
   }
 }
