@@ -1,4 +1,4 @@
-// The routing theorems of NN.Proofs.Models.MoE as property tests, in every context where
+// The routing theorems of Spec.MoE as property tests, in every context where
 // they hold (binary32, binary64, exact rationals: all satisfy StrictWeak without NaN).
 #include <gtest/gtest.h>
 
