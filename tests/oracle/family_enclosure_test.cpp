@@ -305,7 +305,7 @@ TEST(FamilyEnclosure, DecisionAndGatesAgreeWithBinary64WhereItIsClear) {
   EXPECT_GT(compared, 200);
 }
 
-// routeGatesWith_mixtral over the reals: the family's enclosure is gatesEnclosure.
+// routeGatesWith_eq_gatesVecSpecWith over the reals: the family's enclosure is gatesEnclosure.
 TEST(FamilyEnclosure, ReducesToGatesEnclosure) {
   auto rng = oracle::testing::makeRng(205);
   for (int n = 0; n < 300; ++n) {

@@ -61,8 +61,9 @@ bool groupScoresAreNumbers(const RouteParams<A>& p, std::span<const A> c) {
   return true;
 }
 
-// routeGatesWith_mixtral: softmax, no bias, G = 1, renormalise, scale 1 is gatesVecSpec,
-// whatever topkGroups and groupScore say; bit for bit (x * 1 = x in IEEE, NaN included).
+// routeGatesWith_eq_gatesVecSpecWith: softmax, no bias, G = 1, renormalise, scale 1 is
+// gatesVecSpec, whatever topkGroups and groupScore say; bit for bit (x * 1 = x in IEEE, NaN
+// included).
 template <class A>
 void expectReductionBitExact(std::uint64_t salt) {
   auto rng = testing::makeRng(salt);

@@ -4,8 +4,8 @@
 // One function per definition of lean-traces/Spec.lean (namespaces Activation and
 // Spec.MoE), with the same names and the same order of operations, so that evaluated in
 // binary32 with Lean's exps they reproduce Lean bit for bit. "serves" names the Lean
-// theorem (routeGatesWith_mixtral, routeGates_mixtralParams, routeKeptIn_one_group) or the
-// property test of tests/oracle/family_properties_test.cpp the definition is checked by.
+// theorem (routeGatesWith_eq_gatesVecSpecWith, routeGates_eq_gatesVecSpec, routeKeptIn_one_group)
+// or the property test of tests/oracle/family_properties_test.cpp the definition is checked by.
 //
 // Which model uses which parameters (docs/oracle.md, The routing family):
 //   Mixtral, GPT-OSS, Qwen3   softmax, no bias, G = 1, renormalise, scale 1
@@ -61,7 +61,7 @@ A sigmoidSpec(const A& x) {
   return sigmoidSpecWith(x, [](const A& v) { return Context<A>::exp(v); });
 }
 
-// Lean: Spec.MoE.ScoreFn — serves routeGatesWith_mixtral (which score function)
+// Lean: Spec.MoE.ScoreFn — serves routeGatesWith_eq_gatesVecSpecWith (which score function)
 enum class ScoreFn { softmax, sigmoid };
 
 // Lean: Spec.MoE.GroupScore — serves keptGroups (how a group is scored)
@@ -126,7 +126,7 @@ std::vector<A> scoresSpecWith(ScoreFn score, std::span<const A> logits, ExpFn&& 
   return s;
 }
 
-// Lean: Spec.MoE.scoresSpec — serves routeGatesWith_mixtral, SigmoidAndSoftmaxKeep...
+// Lean: Spec.MoE.scoresSpec — serves routeGatesWith_eq_gatesVecSpecWith, SigmoidAndSoftmaxKeep...
 template <HasExp A>
 std::vector<A> scoresSpec(ScoreFn score, std::span<const A> logits) {
   return scoresSpecWith(score, logits, [](const A& v) { return Context<A>::exp(v); });
@@ -393,7 +393,8 @@ std::vector<bool> routeKeptMaskTotal(const RouteParams<A>& p, std::span<const A>
   return routeKeptMask(p, c);
 }
 
-// Lean: Spec.MoE.routeGatesFromScores — serves routeGatesWith_mixtral, RenormalisedGates...
+// Lean: Spec.MoE.routeGatesFromScores — serves routeGatesWith_eq_gatesVecSpecWith and
+// RenormalisedGatesSumToTheScale.
 // Dense gates (length E) given the scores s and the keys c (no exp: runs over mpq_class).
 // Kept on c; w_e = s_e (the UNBIASED score); if renormalize, w_e / total with total =
 // sumSpec of s over the kept experts in index order; then times scale. Others exactly 0.
@@ -416,7 +417,7 @@ std::vector<A> routeGatesFromScores(const RouteParams<A>& p, std::span<const A> 
   return gates;
 }
 
-// Lean: Spec.MoE.routeGatesWith — serves routeGatesWith_mixtral, the Lean replay
+// Lean: Spec.MoE.routeGatesWith — serves routeGatesWith_eq_gatesVecSpecWith, the Lean replay
 template <class A, class ExpFn>
 std::vector<A> routeGatesWith(const RouteParams<A>& p, std::span<const A> logits, ExpFn&& expFn) {
   const std::vector<A> s = scoresSpecWith(p.score, logits, expFn);
@@ -424,7 +425,7 @@ std::vector<A> routeGatesWith(const RouteParams<A>& p, std::span<const A> logits
   return routeGatesFromScores(p, std::span<const A>(s), std::span<const A>(c));
 }
 
-// Lean: Spec.MoE.routeGates — serves routeGates_mixtralParams, routeGatesWith_mixtral
+// Lean: Spec.MoE.routeGates — serves routeGates_eq_gatesVecSpec, routeGatesWith_eq_gatesVecSpecWith
 template <HasExp A>
 std::vector<A> routeGates(const RouteParams<A>& p, std::span<const A> logits) {
   return routeGatesWith(p, logits, [](const A& v) { return Context<A>::exp(v); });
