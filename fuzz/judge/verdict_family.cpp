@@ -43,23 +43,44 @@ uint64_t formOf(float x, float b) {
   return (uint64_t{bits(x)} << 32) | bits(b);
 }
 
+// The binary32 budget of one key, beta = |c32 - c| for a router that evaluates the spec in
+// binary32 with an exp within `cUlp` ulp (docs/fuzz.md), at score s and key magnitude absC.
+// `tinyAt` is the score that decides sigmoid's underflow term (a step, not monotone: the
+// certified level passes the interval's other end to keep each bound on its side).
+double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
+                 double cUlp) {
+  double beta;
+  if (f.score == 0) {
+    beta = probabilityBudget(s, std::isinf(shift) ? 0.0 : shift, E, cUlp);
+  } else {
+    // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
+    // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
+    // quotient to 0) the absolute 2^-126.
+    beta = (2 * cUlp + 4) * kU32 * s + (cUlp + 2) * kTiny32 + (tinyAt < 0x1p-125 ? 0x1p-126 : 0.0);
+  }
+  // fl(s32 + b): one more rounding of the key, and s32's own error.
+  if (!f.bias.empty()) beta = beta * (1 + kU32) + kU32 * absC + kTiny32;
+  return beta;
+}
+
 // The row in binary64: scores s with error err (|s64 - s| <= err), keys c = s + b with
-// cerr, and beta: the binary32 budget |c32 - c| of a router that evaluates the spec in
-// binary32 with an exp within `cUlp` ulp (docs/fuzz.md).
+// cerr, beta = keyBudget with its own error betaErr (beta is increasing in s and |c|).
 struct FamilyRow {
-  std::vector<double> s, serr, c, cerr, beta, shift;
+  std::vector<double> s, serr, c, cerr, beta, betaErr, shift;
   std::vector<uint64_t> form;
   double m = 0;
 };
 
 FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
   const size_t E = x.size();
+  const auto E32 = static_cast<int32_t>(E);
   FamilyRow r;
   r.s.resize(E);
   r.serr.resize(E);
   r.c.resize(E);
   r.cerr.resize(E);
   r.beta.resize(E);
+  r.betaErr.resize(E);
   r.shift.assign(E, 0.0);
   r.form.resize(E);
   const bool bias = !f.bias.empty();
@@ -77,7 +98,6 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
       r.s[i] /= D;
       const double sh = std::isinf(r.shift[i]) ? 0.0 : r.shift[i];
       r.serr[i] = r.s[i] * (sh + 2.0 * E + 8) * 0x1p-52 + kAbs;
-      r.beta[i] = probabilityBudget(r.s[i], sh, static_cast<int32_t>(E), cUlp);
     }
   } else {
     for (size_t i = 0; i < E; ++i) {
@@ -86,28 +106,47 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
                : x[i] == INFINITY ? 1.0
                                   : 1.0 / (1.0 + std::exp(-double{x[i]}));
       r.serr[i] = r.s[i] * 0x1p-50 + kAbs;
-      // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
-      // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
-      // quotient to 0) the absolute 2^-126.
-      r.beta[i] = (2 * cUlp + 4) * kU32 * r.s[i] + (cUlp + 2) * kTiny32 +
-                  (r.s[i] < 0x1p-125 ? 0x1p-126 : 0.0);
     }
   }
   for (size_t i = 0; i < E; ++i) {
     const double b = bias ? double{f.bias[i]} : 0.0;
     r.c[i] = r.s[i] + b;
     r.cerr[i] = r.serr[i] + (bias ? std::fabs(r.c[i]) * 0x1p-52 : 0.0);
-    // fl(s32 + b): one more rounding of the key, and s32's own error.
-    if (bias) r.beta[i] = r.beta[i] * (1 + kU32) + kU32 * std::fabs(r.c[i]) + kTiny32;
+    r.beta[i] = keyBudget(f, r.s[i], r.s[i], r.shift[i], std::fabs(r.c[i]), E32, cUlp);
+    // The budget's slope in s (probabilityBudget's, or sigmoid's (2c + 4) u) and in |c|.
+    const double sh = std::isinf(r.shift[i]) ? 0.0 : r.shift[i];
+    const double slope =
+        (f.score == 0 ? (sh + 2.0 * E + 4 * cUlp + 4) : (2 * cUlp + 4)) * kU32 * (1 + kU32);
+    r.betaErr[i] = slope * r.serr[i] + kU32 * r.cerr[i] + r.beta[i] * 0x1p-48;
     r.form[i] = formOf(x[i], bias ? f.bias[i] : 0.0f);
   }
   return r;
 }
 
-// Group scores with their binary64 error, binary32 budget and exact-tie form.
+// Widen a binary64 result by one ulp each way (one rounding to nearest).
+double down(double v) {
+  return std::nextafter(v, -kInf);
+}
+double up(double v) {
+  return std::nextafter(v, kInf);
+}
+
+// A quantity and its budget, enclosed: L = value - budget in [lLo, lHi] and
+// H = value + budget in [hLo, hHi]. "a beats b beyond the budget" is L_a > H_b: sure when
+// lLo_a > hHi_b, excluded when lHi_a <= hLo_b, undecided between.
+struct Band {
+  double lLo = 0, lHi = 0, hLo = 0, hHi = 0;
+};
+
+Band bandOf(double vLo, double vHi, double bLo, double bHi) {
+  return {down(vLo - bHi), up(vHi - bLo), down(vLo + bLo), up(vHi + bHi)};
+}
+
+// Group scores with their binary64 error and exact-tie form.
 struct Groups {
   int32_t G = 1, size = 0;
-  std::vector<double> score, err, gamma;
+  std::vector<double> score, err;
+  std::vector<std::vector<int32_t>> best;   // the group's best one or two keys (binary64)
   std::vector<std::vector<uint64_t>> form;  // empty: no exact form (never an exact tie)
 };
 
@@ -121,19 +160,14 @@ Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
     std::vector<int32_t> mem(static_cast<size_t>(g.size));
     for (int32_t i = 0; i < g.size; ++i) mem[static_cast<size_t>(i)] = h * g.size + i;
     std::stable_sort(mem.begin(), mem.end(), [&](int32_t a, int32_t b) { return r.c[a] > r.c[b]; });
-    std::vector<double> betas;
-    for (int32_t e : mem) betas.push_back(r.beta[e]);
-    std::sort(betas.rbegin(), betas.rend());
-    double s = 0, err = 0, gamma = 0;
+    double s = 0, err = 0;
     std::vector<uint64_t> form;
     for (int i = 0; i < m; ++i) {
       s += r.c[mem[i]];
       err += r.cerr[mem[i]];
-      gamma += betas[static_cast<size_t>(i)];
       form.push_back(r.form[mem[i]]);
     }
     err += std::fabs(s) * 0x1p-52;
-    if (top2) gamma += kU32 * std::fabs(s) + kTiny32;  // the sum's rounding, any order
     // The form is exact only when the best m are told apart from the rest.
     if (g.size > m) {
       const int32_t last = mem[m - 1], next = mem[m];
@@ -144,25 +178,110 @@ Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
     std::sort(form.begin(), form.end());
     g.score.push_back(s);
     g.err.push_back(err);
-    g.gamma.push_back(gamma);
+    g.best.emplace_back(mem.begin(), mem.begin() + m);
     g.form.push_back(std::move(form));
   }
   return g;
 }
 
-enum class Beats { kNo, kTie, kBeyond };
-enum class Decision { kWithin, kBeyond, kUndecided };
-
-// Does a (score sa, err ea, budget ba) beat b beyond the budget, or by an exact tie to the
-// lower index? `undecided` counts values the binary64 filter cannot place (benefit to the
-// router).
-Beats beats(double sa, double ea, double ba, double sb, double eb, double bb, bool tieWins,
-            uint64_t& undecided) {
-  const double d = sa - sb, budget = ba + bb, e = ea + eb + std::fabs(d) * 0x1p-52;
-  if (d - e > budget) return Beats::kBeyond;
-  if (d + e > budget) ++undecided;
-  return tieWins ? Beats::kTie : Beats::kNo;
+// The group budget gamma from the keys' budgets in [betaLo, betaHi]: max is exact on the
+// rounded keys, so the largest beta of the group; a top-2 sum the two largest plus its own
+// rounding u |sum| + 2^-149 (any two keys the kernel picks, in either order).
+void groupBudget(const Family& f, int32_t h, int32_t size, std::span<const double> betaLo,
+                 std::span<const double> betaHi, double scoreLo, double scoreHi, double& gLo,
+                 double& gHi) {
+  const bool top2 = f.groupScore == 1 && size >= 2;
+  std::vector<double> lo(betaLo.begin() + h * size, betaLo.begin() + (h + 1) * size);
+  std::vector<double> hi(betaHi.begin() + h * size, betaHi.begin() + (h + 1) * size);
+  std::sort(lo.rbegin(), lo.rend());
+  std::sort(hi.rbegin(), hi.rend());
+  gLo = lo[0] + (top2 ? lo[1] : 0.0);
+  gHi = hi[0] + (top2 ? hi[1] : 0.0);
+  if (top2) {
+    const double aLo =
+        scoreLo <= 0 && scoreHi >= 0 ? 0.0 : std::min(std::fabs(scoreLo), std::fabs(scoreHi));
+    gLo += kU32 * aLo + kTiny32;
+    gHi += kU32 * std::max(std::fabs(scoreLo), std::fabs(scoreHi)) + kTiny32;
+  }
+  gLo = down(gLo * (1 - 0x1p-50));
+  gHi = up(gHi * (1 + 0x1p-50));
 }
+
+// The selection's bands for every expert (key c) and group (group score), from the
+// binary64 row.
+struct SelectionBands {
+  std::vector<Band> key, group;
+  std::vector<double> groupGamma;  // binary64 budget of each group, for reports
+};
+
+SelectionBands doubleBands(const FamilyRow& r, const Groups* gr, const Family& f) {
+  const size_t E = r.c.size();
+  SelectionBands b;
+  std::vector<double> betaLo(E), betaHi(E);
+  for (size_t i = 0; i < E; ++i) {
+    betaLo[i] = std::max(0.0, r.beta[i] - r.betaErr[i]);
+    betaHi[i] = r.beta[i] + r.betaErr[i];
+    b.key.push_back(bandOf(r.c[i] - r.cerr[i], r.c[i] + r.cerr[i], betaLo[i], betaHi[i]));
+  }
+  if (gr) {
+    for (int32_t h = 0; h < gr->G; ++h) {
+      const double e = gr->err[h] + std::fabs(gr->score[h]) * 0x1p-51;
+      double gLo, gHi;
+      groupBudget(f, h, gr->size, betaLo, betaHi, gr->score[h] - e, gr->score[h] + e, gLo, gHi);
+      b.group.push_back(bandOf(gr->score[h] - e, gr->score[h] + e, gLo, gHi));
+      b.groupGamma.push_back((gLo + gHi) / 2);
+    }
+  }
+  return b;
+}
+
+oracle::RouteParams<float> routeParams(const Family& f, int32_t k) {
+  oracle::RouteParams<float> p;
+  p.k = static_cast<size_t>(k);
+  p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
+  p.bias = std::span<const float>(f.bias);
+  p.groups = static_cast<size_t>(f.groups);
+  p.topkGroups = static_cast<size_t>(f.topkGroups);
+  p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
+  p.renormalize = f.renormalize == 1;
+  p.scale = f.scale;
+  return p;
+}
+
+// The same bands from MPFR enclosures of the scores (relative width 2^-60) and of the group
+// scores (oracle/certified/family.hpp): the level that places a difference the binary64
+// filter leaves within its error of the budget. Throws SpecError where the oracle does.
+SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t k,
+                              const FamilyRow& r, const Groups* gr, double cUlp) {
+  const auto E = static_cast<int32_t>(x.size());
+  const auto p = routeParams(f, k);
+  const auto s = oracle::certified::scoresEnclosure(p.score, x);
+  SelectionBands b;
+  std::vector<double> betaLo(x.size()), betaHi(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double sLo = s[i].range.lowerDouble(), sHi = s[i].range.upperDouble();
+    const double bias = f.bias.empty() ? 0.0 : double{f.bias[i]};
+    const double cLo = f.bias.empty() ? sLo : down(sLo + bias);
+    const double cHi = f.bias.empty() ? sHi : up(sHi + bias);
+    const double aLo = cLo <= 0 && cHi >= 0 ? 0.0 : std::min(std::fabs(cLo), std::fabs(cHi));
+    const double aHi = std::max(std::fabs(cLo), std::fabs(cHi));
+    betaLo[i] = down(keyBudget(f, sLo, sHi, r.shift[i], aLo, E, cUlp) * (1 - 0x1p-50));
+    betaHi[i] = up(keyBudget(f, sHi, sLo, r.shift[i], aHi, E, cUlp) * (1 + 0x1p-50));
+    b.key.push_back(bandOf(cLo, cHi, betaLo[i], betaHi[i]));
+  }
+  if (gr) {
+    const auto gs = oracle::certified::groupScoresEnclosure(p, x);
+    for (int32_t h = 0; h < gr->G; ++h) {
+      const double lo = gs[h].range.lowerDouble(), hi = gs[h].range.upperDouble();
+      double gLo, gHi;
+      groupBudget(f, h, gr->size, betaLo, betaHi, lo, hi, gLo, gHi);
+      b.group.push_back(bandOf(lo, hi, gLo, gHi));
+      b.groupGamma.push_back((gLo + gHi) / 2);
+    }
+  }
+  return b;
+}
+enum class Decision { kWithin, kBeyond, kUndecided };
 
 std::string keyText(std::span<const float> x, const Family& f, const FamilyRow& r, int32_t e) {
   return fmt::format(
@@ -250,15 +369,16 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     }
   };
   const bool lowest = ties == TieOrder::kLowestIndex;
+  std::optional<Groups> gr;
+  if (f.groups > 1) gr = groupsOf(r, f, E);
 
-  // Groups: every kept expert's group must be one the spec can keep.
-  std::vector<uint8_t> routerGroup;
-  if (f.groups > 1) {
-    const Groups gr = groupsOf(r, f, E);
-    routerGroup.assign(static_cast<size_t>(gr.G), 0);
+  // The kept experts may lie in at most topk_groups groups: structure, no budget.
+  std::vector<uint8_t> routerGroup;  // 1: the router keeps an expert of it
+  if (gr) {
+    routerGroup.assign(static_cast<size_t>(gr->G), 0);
     int32_t spanned = 0;
     for (int32_t e : S) {
-      const int32_t g = e / gr.size;
+      const int32_t g = e / gr->size;
       spanned += routerGroup[g] ? 0 : 1;
       routerGroup[g] = 1;
     }
@@ -268,166 +388,232 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
                                    "groups are kept ({})",
                                    spanned, f.topkGroups, familyText(f)));
     }
-    // h beats g beyond the budget when lo_h > hi_g (the binary64 errors on the safe side);
-    // exactly equal forms tie, to the lower group. Counted by sorting: O(G log G).
-    const int32_t G = gr.G;
-    std::vector<double> lo(G), hi(G), loSorted, hiSorted, scoreSorted(gr.score);
-    for (int32_t h = 0; h < G; ++h) {
-      const double e = gr.err[h] + std::fabs(gr.score[h]) * 0x1p-51;
-      lo[h] = gr.score[h] - gr.gamma[h] - e;
-      hi[h] = gr.score[h] + gr.gamma[h] + e;
-    }
-    loSorted = lo;
-    hiSorted = hi;
-    std::sort(loSorted.begin(), loSorted.end());
-    std::sort(hiSorted.begin(), hiSorted.end());
-    std::sort(scoreSorted.begin(), scoreSorted.end());
-    std::map<std::vector<uint64_t>, std::vector<int32_t>> sameForm;
-    for (int32_t h = 0; h < G; ++h) {
-      if (!gr.form[h].empty()) sameForm[gr.form[h]].push_back(h);
-    }
-    auto tiedBefore = [&](int32_t g) -> int32_t {  // lower groups with g's exact form
-      if (gr.form[g].empty()) return 0;
-      const auto& v = sameForm[gr.form[g]];
-      return static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), g) - v.begin());
-    };
-    auto tiedAfter = [&](int32_t g) -> int32_t {
-      if (gr.form[g].empty()) return 0;
-      const auto& v = sameForm[gr.form[g]];
-      return static_cast<int32_t>(v.end() - std::upper_bound(v.begin(), v.end(), g));
-    };
-    for (int32_t g = 0; g < G; ++g) {
-      if (!routerGroup[g]) continue;
-      const auto beyond = static_cast<int32_t>(
-          loSorted.end() - std::upper_bound(loSorted.begin(), loSorted.end(), hi[g]));
-      const int32_t tied = tiedBefore(g);
-      const auto above = static_cast<int32_t>(
-          scoreSorted.end() -
-          std::upper_bound(scoreSorted.begin(), scoreSorted.end(), gr.score[g]));
-      if (beyond >= f.topkGroups) {
-        int32_t worst = -1;  // the weakest of the groups that beat g beyond the budget
-        for (int32_t h = 0; h < G; ++h) {
-          if (lo[h] > hi[g] && (worst < 0 || gr.score[h] < gr.score[worst])) worst = h;
-        }
-        const double budget = gr.gamma[worst] + gr.gamma[g];
-        return violation(
-            ViolationKind::kKeptGroup,
-            fmt::format("group {} (score {:.9g}) is kept, but {} groups beat it beyond the "
-                        "binary32 budget (topk_groups = {}); the weakest of them, group {}, scores "
-                        "{:.9g}: a difference of {:.6g} > budget {:.6g} ({}, group score {})",
-                        g, gr.score[g], beyond, f.topkGroups, worst, gr.score[worst],
-                        gr.score[worst] - gr.score[g], budget, familyText(f),
-                        f.groupScore == 1 ? "the sum of the two best keys" : "the best key"),
-            budget > 0 ? (gr.score[worst] - gr.score[g]) / budget : kInf);
-      }
-      if (beyond + tied >= f.topkGroups) {
-        if (lowest) {
-          return violation(ViolationKind::kGroupTieOrder,
-                           fmt::format("group {} is kept, but {} lower-index groups have exactly "
-                                       "the same group score {:.9g} (equal keys), and with them "
-                                       "topk_groups = {} or more groups rank above it ({})",
-                                       g, tied, gr.score[g], f.topkGroups, familyText(f)));
-        }
-        accept("tie-order");
-      } else if (above >= f.topkGroups) {
-        accept("near-tie-groups");
-      }
-      ++levels.selectionDouble;
-    }
-    // Groups the spec keeps whatever the rounding: fewer than topk_groups others are not
-    // beaten by them (beyond the budget, or by an exact tie to the lower index).
-    for (int32_t g = 0; g < G; ++g) {
-      if (routerGroup[g]) continue;
-      const auto beatenByG = static_cast<int32_t>(
-          std::lower_bound(hiSorted.begin(), hiSorted.end(), lo[g]) - hiSorted.begin());
-      const int32_t notBeaten = (G - 1) - beatenByG - (lowest ? tiedAfter(g) : 0);
-      if (notBeaten < f.topkGroups) routerGroup[g] = 2;
-    }
   }
-  auto eligibleForRouter = [&](int32_t e) {
-    return f.groups <= 1 || routerGroup[e / (E / f.groups)] != 0;
-  };
 
-  // Keys: no eligible displaced expert beats a kept one beyond the budget. With
-  // H_i = c_i + beta_i and L_j = c_j - beta_j, that is max L_j <= min H_i (verdict_token.cpp).
-  int32_t iStar = -1, jStar = -1;
-  double minH = kInf, maxL = -kInf, minC = kInf, maxC = -kInf;
-  for (int32_t i : S) {
-    const double H = r.c[i] + r.beta[i] + r.cerr[i];
-    if (H < minH) minH = H, iStar = i;
-    minC = std::min(minC, r.c[i]);
-  }
-  for (int32_t j = 0; j < E; ++j) {
-    if (inS[j] || !eligibleForRouter(j)) continue;
-    const double L = r.c[j] - r.beta[j] - r.cerr[j];
-    if (L > maxL) maxL = L, jStar = j;
-    maxC = std::max(maxC, r.c[j]);
-  }
-  ++levels.selectionDouble;
-  if (jStar >= 0 && maxL > minH) {
-    const double budget = r.beta[iStar] + r.beta[jStar];
-    return violation(ViolationKind::kBiasedKey,
-                     fmt::format("selection: eligible displaced {} beats kept {} by {:.6g} on the "
-                                 "biased keys, beyond the binary32 budget {:.6g} ({})",
-                                 keyText(x, f, r, jStar), keyText(x, f, r, iStar),
-                                 r.c[jStar] - r.c[iStar], budget, familyText(f)),
-                     budget > 0 ? (r.c[jStar] - r.c[iStar]) / budget : kInf);
-  }
-  if (maxC > minC) accept("near-tie-keys");
-  // Exactly equal keys (equal logit and bias) go to the lower index: a displaced eligible j
-  // with the form of a kept i > j.
-  std::map<uint64_t, int32_t> keptForm;  // form -> the highest kept index with it
-  for (int32_t i : S) {
-    auto [it, fresh] = keptForm.emplace(r.form[i], i);
-    if (!fresh) it->second = std::max(it->second, i);
-  }
-  for (int32_t j = 0; j < E; ++j) {
-    if (inS[j] || !eligibleForRouter(j)) continue;
-    const auto it = keptForm.find(r.form[j]);
-    if (it == keptForm.end() || it->second < j) continue;
-    if (!lowest) {
-      accept("tie-order");
-      continue;
-    }
-    const int32_t i = it->second;
-    return violation(ViolationKind::kTieHigherIndex,
-                     fmt::format("selection: experts {} and {} have exactly equal keys (equal "
-                                 "logits and biases); expert {} (the lower index) must be kept "
-                                 "before expert {} ({}, {})",
-                                 j, i, j, i, keyText(x, f, r, j), keyText(x, f, r, i)));
-  }
-  // Slot order on the keys.
-  if (contract.slotOrder == SlotOrder::kRank) {
-    for (int32_t s = 0; s + 1 < n; ++s) {
-      const int32_t i = S[s], j = S[s + 1];
-      if (r.form[i] == r.form[j]) {
-        if (j < i) {
-          if (!lowest) {
-            accept("tie-order");
-            continue;
+  // One pass of the selection's checks on bands B (binary64, then certified): a violation
+  // sure on B, or none; `undecided` when some difference lies within B's width of its
+  // budget; `accepts` the reasons the pass found.
+  auto judgeSelection = [&](const SelectionBands& B, bool& undecided,
+                            std::vector<const char*>& accepts) -> std::optional<Verdict> {
+    undecided = false;
+    accepts.clear();
+    // 1 kept by the router, 2 kept by the spec whatever the rounding, 3 perhaps that (B
+    // too wide to say): its experts count as displaced eligible ones only for `undecided`.
+    std::vector<uint8_t> groupState(routerGroup);
+    if (gr) {
+      // h beats g beyond the budget when L_h > H_g; exactly equal forms tie, to the lower
+      // group. Counted by sorting: O(G log G).
+      const int32_t G = gr->G;
+      std::vector<double> lLo, lHi, hLo, hHi, scoreSorted(gr->score);
+      for (const Band& b : B.group) {
+        lLo.push_back(b.lLo);
+        lHi.push_back(b.lHi);
+        hLo.push_back(b.hLo);
+        hHi.push_back(b.hHi);
+      }
+      std::sort(lLo.begin(), lLo.end());
+      std::sort(lHi.begin(), lHi.end());
+      std::sort(hLo.begin(), hLo.end());
+      std::sort(hHi.begin(), hHi.end());
+      std::sort(scoreSorted.begin(), scoreSorted.end());
+      auto above = [](const std::vector<double>& v, double t) {  // entries > t
+        return static_cast<int32_t>(v.end() - std::upper_bound(v.begin(), v.end(), t));
+      };
+      auto below = [](const std::vector<double>& v, double t) {  // entries < t
+        return static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), t) - v.begin());
+      };
+      std::map<std::vector<uint64_t>, std::vector<int32_t>> sameForm;
+      for (int32_t h = 0; h < G; ++h) {
+        if (!gr->form[h].empty()) sameForm[gr->form[h]].push_back(h);
+      }
+      auto tiedBefore = [&](int32_t g) -> int32_t {  // lower groups with g's exact form
+        if (gr->form[g].empty()) return 0;
+        const auto& v = sameForm[gr->form[g]];
+        return static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), g) - v.begin());
+      };
+      auto tiedAfter = [&](int32_t g) -> int32_t {
+        if (gr->form[g].empty()) return 0;
+        const auto& v = sameForm[gr->form[g]];
+        return static_cast<int32_t>(v.end() - std::upper_bound(v.begin(), v.end(), g));
+      };
+      for (int32_t g = 0; g < G; ++g) {
+        if (groupState[g] != 1) continue;
+        const int32_t beyond = above(lLo, B.group[g].hHi);
+        const int32_t maybe = above(lHi, B.group[g].hLo);
+        const int32_t tied = tiedBefore(g);
+        if (beyond >= f.topkGroups) {
+          int32_t worst = -1;  // the weakest of the groups that beat g beyond the budget
+          for (int32_t h = 0; h < G; ++h) {
+            if (B.group[h].lLo > B.group[g].hHi && (worst < 0 || gr->score[h] < gr->score[worst]))
+              worst = h;
           }
-          return violation(ViolationKind::kTieHigherIndex,
-                           fmt::format("order: experts {} and {} have exactly equal keys, so "
-                                       "expert {} must come first",
-                                       i, j, j));
+          const double budget = B.groupGamma[worst] + B.groupGamma[g];
+          return violation(
+              ViolationKind::kKeptGroup,
+              fmt::format("group {} (score {:.9g}) is kept, but {} groups beat it beyond the "
+                          "binary32 budget (topk_groups = {}); the weakest of them, group {}, "
+                          "scores {:.9g}: a difference of {:.6g} > budget {:.6g} ({}, group "
+                          "score {})",
+                          g, gr->score[g], beyond, f.topkGroups, worst, gr->score[worst],
+                          gr->score[worst] - gr->score[g], budget, familyText(f),
+                          f.groupScore == 1 ? "the sum of the two best keys" : "the best key"),
+              budget > 0 ? (gr->score[worst] - gr->score[g]) / budget : kInf);
         }
+        if (beyond + tied >= f.topkGroups) {
+          if (lowest) {
+            return violation(ViolationKind::kGroupTieOrder,
+                             fmt::format("group {} is kept, but {} lower-index groups have "
+                                         "exactly the same group score {:.9g} (equal keys), and "
+                                         "with them topk_groups = {} or more groups rank above "
+                                         "it ({})",
+                                         g, tied, gr->score[g], f.topkGroups, familyText(f)));
+          }
+          accepts.push_back("tie-order");
+          continue;
+        }
+        if (maybe + tied >= f.topkGroups) undecided = true;
+        if (above(scoreSorted, gr->score[g]) >= f.topkGroups) accepts.push_back("near-tie-groups");
+      }
+      // Groups the spec keeps whatever the rounding: g beats beyond the budget (or by an
+      // exact tie to the lower index) all but fewer than topk_groups others.
+      for (int32_t g = 0; g < G; ++g) {
+        if (groupState[g]) continue;
+        const int32_t tail = lowest ? tiedAfter(g) : 0;
+        const int32_t notBeatenSure = (G - 1) - below(hHi, B.group[g].lLo) - tail;
+        const int32_t notBeatenMaybe = (G - 1) - below(hLo, B.group[g].lHi) - tail;
+        if (notBeatenSure < f.topkGroups) {
+          groupState[g] = 2;
+        } else if (notBeatenMaybe < f.topkGroups) {
+          groupState[g] = 3;
+        }
+      }
+    }
+    auto state = [&](int32_t e) -> uint8_t { return gr ? groupState[e / gr->size] : uint8_t{1}; };
+
+    // Keys: no eligible displaced expert beats a kept one beyond the budget, that is
+    // max L_j <= min H_i (verdict_token.cpp).
+    int32_t iStar = -1, jStar = -1;
+    double minHhi = kInf, minHlo = kInf, maxLlo = -kInf, maxLhi = -kInf;
+    for (int32_t i : S) {
+      if (B.key[i].hHi < minHhi) minHhi = B.key[i].hHi, iStar = i;
+      minHlo = std::min(minHlo, B.key[i].hLo);
+    }
+    for (int32_t j = 0; j < E; ++j) {
+      const uint8_t st = state(j);
+      if (inS[j] || st == 0) continue;
+      maxLhi = std::max(maxLhi, B.key[j].lHi);
+      if (st != 3 && B.key[j].lLo > maxLlo) maxLlo = B.key[j].lLo, jStar = j;
+    }
+    if (jStar >= 0 && maxLlo > minHhi) {
+      const double budget = r.beta[iStar] + r.beta[jStar];
+      return violation(ViolationKind::kBiasedKey,
+                       fmt::format("selection: eligible displaced {} beats kept {} by {:.6g} on "
+                                   "the biased keys, beyond the binary32 budget {:.6g} ({})",
+                                   keyText(x, f, r, jStar), keyText(x, f, r, iStar),
+                                   r.c[jStar] - r.c[iStar], budget, familyText(f)),
+                       budget > 0 ? (r.c[jStar] - r.c[iStar]) / budget : kInf);
+    }
+    if (maxLhi > minHlo) undecided = true;
+    double minC = kInf, maxC = -kInf;
+    for (int32_t i : S) minC = std::min(minC, r.c[i]);
+    for (int32_t j = 0; j < E; ++j) {
+      if (!inS[j] && (state(j) == 1 || state(j) == 2)) maxC = std::max(maxC, r.c[j]);
+    }
+    if (maxC > minC) accepts.push_back("near-tie-keys");
+    // Exactly equal keys (equal logit and bias) go to the lower index: a displaced eligible
+    // j with the form of a kept i > j.
+    std::map<uint64_t, int32_t> keptForm;  // form -> the highest kept index with it
+    for (int32_t i : S) {
+      auto [it, fresh] = keptForm.emplace(r.form[i], i);
+      if (!fresh) it->second = std::max(it->second, i);
+    }
+    for (int32_t j = 0; j < E; ++j) {
+      if (inS[j] || !(state(j) == 1 || state(j) == 2)) continue;
+      const auto it = keptForm.find(r.form[j]);
+      if (it == keptForm.end() || it->second < j) continue;
+      if (!lowest) {
+        accepts.push_back("tie-order");
         continue;
       }
-      const Beats b = beats(r.c[j], r.cerr[j], r.beta[j], r.c[i], r.cerr[i], r.beta[i], false,
-                            levels.selectionUndecided);
-      if (b == Beats::kBeyond) {
-        const double budget = r.beta[i] + r.beta[j];
-        return violation(ViolationKind::kSlotOrder,
-                         fmt::format("order: {} in slot {} beats {} in slot {} by {:.6g} on the "
-                                     "biased keys, beyond the budget {:.6g}",
-                                     keyText(x, f, r, j), s + 1, keyText(x, f, r, i), s,
-                                     r.c[j] - r.c[i], budget),
-                         budget > 0 ? (r.c[j] - r.c[i]) / budget : kInf);
-      }
-      if (r.c[j] > r.c[i]) accept("near-tie-order");
+      const int32_t i = it->second;
+      return violation(ViolationKind::kTieHigherIndex,
+                       fmt::format("selection: experts {} and {} have exactly equal keys (equal "
+                                   "logits and biases); expert {} (the lower index) must be kept "
+                                   "before expert {} ({}, {})",
+                                   j, i, j, i, keyText(x, f, r, j), keyText(x, f, r, i)));
     }
-  }
+    // Slot order on the keys.
+    if (contract.slotOrder == SlotOrder::kRank) {
+      for (int32_t s = 0; s + 1 < n; ++s) {
+        const int32_t i = S[s], j = S[s + 1];
+        if (r.form[i] == r.form[j]) {
+          if (j < i) {
+            if (!lowest) {
+              accepts.push_back("tie-order");
+              continue;
+            }
+            return violation(ViolationKind::kTieHigherIndex,
+                             fmt::format("order: experts {} and {} have exactly equal keys, so "
+                                         "expert {} must come first",
+                                         i, j, j));
+          }
+          continue;
+        }
+        if (B.key[j].lLo > B.key[i].hHi) {
+          const double budget = r.beta[i] + r.beta[j];
+          return violation(ViolationKind::kSlotOrder,
+                           fmt::format("order: {} in slot {} beats {} in slot {} by {:.6g} on the "
+                                       "biased keys, beyond the budget {:.6g}",
+                                       keyText(x, f, r, j), s + 1, keyText(x, f, r, i), s,
+                                       r.c[j] - r.c[i], budget),
+                           budget > 0 ? (r.c[j] - r.c[i]) / budget : kInf);
+        }
+        if (B.key[j].lHi > B.key[i].hLo) undecided = true;
+        if (r.c[j] > r.c[i]) accepts.push_back("near-tie-order");
+      }
+    }
+    return std::nullopt;
+  };
 
+  // The binary64 filter decides almost every token; what it cannot place against its
+  // budget goes to the oracle: first its certified decision (a router that kept exactly
+  // the real-number spec's experts, in its order, owes nothing), then the certified bands.
+  // Counted once per token, at the level that decided.
+  bool undecided = false;
+  std::vector<const char*> accepts;
+  if (auto v = judgeSelection(doubleBands(r, gr ? &*gr : nullptr, f), undecided, accepts)) {
+    ++levels.selectionDouble;
+    return *v;
+  }
+  if (!undecided) {
+    ++levels.selectionDouble;
+  } else {
+    try {
+      const auto p = routeParams(f, k);
+      const auto decision = oracle::certified::routeDecisionEnclosure(p, x);
+      bool same = decision.decided && decision.keptExperts.size() == S.size();
+      if (same && contract.slotOrder == SlotOrder::kRank) {
+        same = std::equal(S.begin(), S.end(), decision.keptExperts.begin(),
+                          [](int32_t a, size_t b) { return static_cast<size_t>(a) == b; });
+      } else if (same) {
+        for (int32_t e : S) same = same && decision.kept[static_cast<size_t>(e)];
+      }
+      if (same) {
+        undecided = false;
+      } else {
+        const SelectionBands cb = certifiedBands(x, f, k, r, gr ? &*gr : nullptr, cUlp);
+        if (auto v = judgeSelection(cb, undecided, accepts)) {
+          ++levels.selectionCertified;
+          v->certificate += " [certified: MPFR enclosures of the scores and group scores]";
+          return *v;
+        }
+      }
+    } catch (const std::exception&) {
+      undecided = true;  // the oracle abstained (too close past its precision cap)
+    }
+    ++(undecided ? levels.selectionUndecided : levels.selectionCertified);
+  }
+  for (const char* a : accepts) accept(a);
   // Gates of the router's own kept set against the unbiased scores.
   if (tinyGates) {
     accept("tiny-scores");
@@ -521,15 +707,7 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     } else {
       try {
         if (!exact) {
-          oracle::RouteParams<float> p;
-          p.k = static_cast<size_t>(k);
-          p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
-          p.bias = std::span<const float>(f.bias);
-          p.groups = static_cast<size_t>(f.groups);
-          p.topkGroups = static_cast<size_t>(f.topkGroups);
-          p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
-          p.renormalize = f.renormalize == 1;
-          p.scale = f.scale;
+          const auto p = routeParams(f, k);
           std::vector<size_t> kept(S.begin(), S.end());
           exact = oracle::certified::routeKeptGatesEnclosure(p, x, kept);
         }
