@@ -1,70 +1,17 @@
-// explainVectors: one case told for a person (the `moe-oracle explain` command).
+// explainVectors: one case told for a person (the `moe-oracle explain` command), each
+// token by describeToken, the table the violation report prints too.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/token_text.hpp"
 #include "moe/fuzz/vectors.hpp"
-#include "moe/oracle/certified/gates.hpp"
-#include "moe/oracle/routing.hpp"
 
 namespace moe::fuzz {
 
 namespace {
-
-void explainToken(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
-                  std::span<const int32_t> ids, std::span<const float> gates) {
-  const size_t E = x.size();
-  const size_t n = std::min<size_t>(static_cast<size_t>(k), E);
-  const bool real = isRealRow(x);
-  const bool nan = std::any_of(x.begin(), x.end(), [](float v) { return std::isnan(v); });
-  std::vector<size_t> rank(E, 0);
-  if (!nan) rank = oracle::ranks(x);
-  std::vector<oracle::certified::Certified> p, g;
-  if (real) {
-    p = oracle::certified::softmaxEnclosure(x);
-    g = oracle::certified::gatesEnclosure(static_cast<size_t>(k), x);
-  }
-  std::vector<int> slot(E, -1);
-  for (size_t s = 0; s < ids.size(); ++s) {
-    if (ids[s] >= 0 && static_cast<size_t>(ids[s]) < E) slot[ids[s]] = static_cast<int>(s);
-  }
-  fmt::format_to(std::back_inserter(out), "E = {}, k = {}, row is {}\n", E, k,
-                 real ? "real (the spec's values are real numbers)"
-                      : "not real (NaN, +inf or all -inf): only structure is checked");
-  fmt::format_to(std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n",
-                 "expert", "logit", "hex", "rank", "spec", "exact probability ~", "exact gate ~",
-                 "router (slot: gate)");
-  for (size_t e = 0; e < E; ++e) {
-    std::string router = slot[e] >= 0 ? fmt::format("{}: {} {}", slot[e], decimal32(gates[slot[e]]),
-                                                    hex32(gates[slot[e]]))
-                                      : "-";
-    fmt::format_to(
-        std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n", e,
-        decimal32(x[e]), hex32(x[e]), nan ? std::string("-") : fmt::format("{}", rank[e]),
-        nan ? "-" : (rank[e] < n ? "kept" : "displaced"),
-        real ? fmt::format("[{:.9g}, {:.9g}]", p[e].range.lowerDouble(), p[e].range.upperDouble())
-             : std::string("-"),
-        real ? fmt::format("[{:.9g}, {:.9g}]", g[e].range.lowerDouble(), g[e].range.upperDouble())
-             : std::string("-"),
-        router);
-  }
-  if (real && n > 0 && n < E) {
-    size_t lastKept = 0, firstOut = 0;
-    for (size_t e = 0; e < E; ++e) {
-      if (rank[e] == n - 1) lastKept = e;
-      if (rank[e] == n) firstOut = e;
-    }
-    fmt::format_to(
-        std::back_inserter(out),
-        "kept boundary: expert {} (rank {}) vs expert {} (rank {}): logit margin {:.9g}, "
-        "probability margin ~{:.9g}\n",
-        lastKept, n - 1, firstOut, n,
-        static_cast<double>(x[lastKept]) - static_cast<double>(x[firstOut]),
-        p[lastKept].f64 - p[firstOut].f64);
-  }
-}
 
 void explainVerdict(fmt::memory_buffer& out, const Verdict& v, const std::string& who) {
   fmt::format_to(std::back_inserter(out), "verdict for {}: {}", who, outcomeName(v.outcome));
@@ -102,12 +49,14 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           const Router& who = impl ? *impl : *spec;
           CaseResult r = judge.run(who, c);
           if (r.abstained) {
-            explainToken(out, c.row(0), c.k, {}, {});
+            fmt::format_to(std::back_inserter(out), "{}",
+                           describeToken(c.row(0), c.family, c.k, {}, {}));
             fmt::format_to(std::back_inserter(out), "{} abstained: {}\n", who.name(),
                            r.abstainReason);
             continue;
           }
-          explainToken(out, c.row(0), c.k, r.output.ids, r.output.gates);
+          fmt::format_to(std::back_inserter(out), "{}",
+                         describeToken(c.row(0), c.family, c.k, r.output.ids, r.output.gates));
           explainVerdict(out, r.violation ? *r.violation : r.tokens.at(0), who.name());
         } else if (type == "RouterReproducer") {
           Case c = caseOfReproducer(t);
@@ -156,8 +105,10 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           }
           fmt::format_to(std::back_inserter(out), "implementation {}, token {} of {}:\n", who,
                          token, c.tokens);
-          explainToken(out, c.row(token), c.k, std::span<const int32_t>(ids).subspan(token * k, k),
-                       std::span<const float>(gates).subspan(token * k, k));
+          fmt::format_to(std::back_inserter(out), "{}",
+                         describeToken(c.row(token), c.family, c.k,
+                                       std::span<const int32_t>(ids).subspan(token * k, k),
+                                       std::span<const float>(gates).subspan(token * k, k)));
           if (r.violation) {
             explainVerdict(out, *r.violation, who);
           } else if (!impl && t.value("kind", std::string()) == "batch-variance") {

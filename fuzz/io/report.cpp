@@ -8,8 +8,7 @@
 #include <sstream>
 
 #include "moe/fuzz/float_bits.hpp"
-#include "moe/oracle/certified/gates.hpp"
-#include "moe/oracle/routing.hpp"
+#include "moe/fuzz/token_text.hpp"
 
 namespace moe::fuzz {
 
@@ -42,78 +41,6 @@ std::string cpuFlags() {
   return "(unknown: no /proc/cpuinfo)";
 }
 
-namespace {
-
-void describeToken(fmt::memory_buffer& out, const Case& c, const CaseResult& r, int32_t t) {
-  const auto x = c.row(t);
-  const size_t k = static_cast<size_t>(c.k);
-  const int32_t E = c.experts;
-  std::vector<size_t> rank(x.size(), 0);
-  bool nan = std::any_of(x.begin(), x.end(), [](float v) { return std::isnan(v); });
-  if (!nan) rank = oracle::ranks(x);
-  const size_t n = std::min<size_t>(k, x.size());
-  fmt::format_to(std::back_inserter(out), "token {} (E = {}, k = {}):\n", t, E, c.k);
-  fmt::format_to(std::back_inserter(out), "  {:>5} {:>16} {:>12} {:>5} {:>9} {:>10}\n", "expert",
-                 "logit", "hex", "rank", "spec", "router");
-  std::vector<int> slotOf(x.size(), -1);
-  for (size_t s = 0; s < k && t * k + s < r.output.ids.size(); ++s) {
-    int32_t id = r.output.ids[t * k + s];
-    if (id >= 0 && id < E) slotOf[id] = static_cast<int>(s);
-  }
-  const size_t shown = std::min<size_t>(x.size(), 64);
-  for (size_t e = 0; e < shown; ++e) {
-    fmt::format_to(std::back_inserter(out), "  {:>5} {:>16} {:>12} {:>5} {:>9} {:>10}\n", e,
-                   decimal32(x[e]), hex32(x[e]),
-                   nan ? std::string("-") : fmt::format("{}", rank[e]),
-                   nan ? "-" : (rank[e] < n ? "kept" : "displaced"),
-                   slotOf[e] >= 0 ? fmt::format("slot {}", slotOf[e]) : std::string("-"));
-  }
-  if (shown < x.size()) {
-    fmt::format_to(std::back_inserter(out), "  ... {} more experts in the case JSON\n",
-                   x.size() - shown);
-  }
-  // Exact vs actual gates of the router's kept set, and the margin at the kept boundary.
-  std::vector<size_t> S;
-  for (size_t s = 0; s < n && t * k + s < r.output.ids.size(); ++s) {
-    int32_t id = r.output.ids[t * k + s];
-    if (id < 0 || id >= E || std::find(S.begin(), S.end(), size_t(id)) != S.end()) {
-      S.clear();
-      break;
-    }
-    S.push_back(static_cast<size_t>(id));
-  }
-  if (isRealRow(x) && !S.empty()) {
-    try {
-      auto exact = oracle::certified::keptGatesEnclosure(x, S);
-      fmt::format_to(std::back_inserter(out), "  gates of the router's kept set:\n");
-      for (size_t s = 0; s < S.size(); ++s) {
-        float g = r.output.gates[t * k + s];
-        fmt::format_to(std::back_inserter(out),
-                       "    slot {} expert {}: router {} ({}), exact in [{:.17g}, {:.17g}], "
-                       "correctly rounded {}\n",
-                       s, S[s], decimal32(g), hex32(g), exact[s].range.lowerDouble(),
-                       exact[s].range.upperDouble(), hex32(exact[s].f32));
-      }
-    } catch (const std::exception& e) {
-      fmt::format_to(std::back_inserter(out), "  (no exact gates: {})\n", e.what());
-    }
-  }
-  if (!nan && n > 0 && n < x.size()) {
-    size_t lastKept = 0, firstOut = 0;
-    for (size_t e = 0; e < x.size(); ++e) {
-      if (rank[e] == n - 1) lastKept = e;
-      if (rank[e] == n) firstOut = e;
-    }
-    fmt::format_to(std::back_inserter(out),
-                   "  spec's kept boundary: expert {} (rank {}) vs expert {} (rank {}): logit "
-                   "margin {:.9g}\n",
-                   lastKept, n - 1, firstOut, n,
-                   static_cast<double>(x[lastKept]) - static_cast<double>(x[firstOut]));
-  }
-}
-
-}  // namespace
-
 std::string mismatchReport(const Router& router, const Case& c, const CaseResult& r) {
   fmt::memory_buffer out;
   const Verdict& v = *r.violation;
@@ -122,9 +49,15 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
                  router.name(), contractToJSON(router.contract()), cpuFlags());
   fmt::format_to(std::back_inserter(out), "certificate: {}\n", v.certificate);
   if (v.token >= 0 && v.token < c.tokens) {
-    describeToken(out, c, r, v.token);
-    fmt::format_to(std::back_inserter(out), "  router output (ids, gates) of token {}:", v.token);
-    const size_t k = static_cast<size_t>(c.k);
+    const size_t k = static_cast<size_t>(c.k), t = static_cast<size_t>(v.token);
+    const auto ids = std::span<const int32_t>(r.output.ids);
+    const auto gates = std::span<const float>(r.output.gates);
+    const bool whole = (t + 1) * k <= ids.size() && ids.size() == gates.size();
+    fmt::format_to(std::back_inserter(out), "token {} of {}:\n{}", v.token, c.tokens,
+                   describeToken(c.row(v.token), c.family, c.k,
+                                 whole ? ids.subspan(t * k, k) : std::span<const int32_t>(),
+                                 whole ? gates.subspan(t * k, k) : std::span<const float>(), 64));
+    fmt::format_to(std::back_inserter(out), "router output (ids, gates) of token {}:", v.token);
     for (size_t s = 0; s < k && v.token * k + s < r.output.ids.size(); ++s) {
       fmt::format_to(std::back_inserter(out), " ({}, {})", r.output.ids[v.token * k + s],
                      hex32(r.output.gates[v.token * k + s]));

@@ -101,5 +101,51 @@ TEST(FamilyReproducer, RoundTrips) {
   EXPECT_NE(still.exitCode, 0) << still.out;
 }
 
+// The family's JSON object somewhere inside a reproducer file.
+nlohmann::json familyOf(const nlohmann::json& j) {
+  if (j.is_object() && j.contains("family") && j["family"].is_object()) return j["family"];
+  if (j.is_structured()) {
+    for (const auto& v : j) {
+      if (auto f = familyOf(v); !f.is_null()) return f;
+    }
+  }
+  return nullptr;
+}
+
+// explain tells a v2 finding in the family's terms (the table report.cpp prints too): the
+// parameters, each expert's score, bias and key, the groups' scores and which the spec
+// keeps, and the certificate.
+TEST(FamilyExplain, TellsGroupsBiasAndTheCertificate) {
+  for (const char* bug : {"bias-in-gates", "group-max"}) {
+    const std::string out = testing::freshDir(std::string("family-explain-") + bug);
+    const auto r = testing::runOracle("fuzz --impl " + lib(bug) + " --seconds 60 --seed 3 --json " +
+                                      "--out " + out);
+    ASSERT_EQ(r.exitCode, 1) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const std::string file = j["violations"][0]["reproducer"];
+    std::ifstream in(file);
+    const nlohmann::json f = familyOf(nlohmann::json::parse(in));
+    ASSERT_FALSE(f.is_null());
+    const auto explain = testing::runOracle("explain " + file, true);
+    ASSERT_EQ(explain.exitCode, 0) << explain.out;
+    const std::string& text = explain.out;
+    EXPECT_NE(text.find("family: "), std::string::npos) << text;
+    EXPECT_NE(text.find("key s + b ~"), std::string::npos) << text;
+    EXPECT_NE(text.find("gates of the router's kept set (unbiased scores"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find(std::string("[") + j["violations"][0]["kind"].get<std::string>() + "]"),
+              std::string::npos)
+        << text;
+    if (f.contains("bias") && !f["bias"].empty()) {  // each expert's bias, in hex
+      EXPECT_NE(text.find(f["bias"][0].get<std::string>()), std::string::npos) << text;
+    }
+    if (f.value("groups", 1) > 1) {
+      EXPECT_NE(text.find("exact group score ~"), std::string::npos) << text;
+      EXPECT_NE(text.find("dropped"), std::string::npos) << text;
+    }
+    if (std::string(bug) == "group-max") EXPECT_GT(f.value("groups", 1), 1) << f.dump();
+  }
+}
+
 }  // namespace
 }  // namespace moe::fuzz

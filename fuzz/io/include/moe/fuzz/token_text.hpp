@@ -1,0 +1,26 @@
+// One token told for a person: the table that the violation report (report.cpp) and
+// `moe-oracle explain` (explain.cpp) both print, so that the two never tell a case two ways
+// (issue 15). A v1 case: each expert's logit, rank, the spec's kept set, the exact
+// probability and gate, and the router's slot and gate. A v2 case (a routing family): the
+// family's parameters, each expert's exact score, bias and biased key, its group, the
+// groups' exact scores and which the spec keeps, the spec's kept experts and exact gates.
+// Both end with the exact gates of the router's own kept set.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "moe/fuzz/case.hpp"
+
+namespace moe::fuzz {
+
+// ids and gates: the router's k slots for this token (empty: no output to tell). Rows of
+// more than `maxShown` experts show their first maxShown.
+std::string describeToken(std::span<const float> x, const std::optional<Family>& family, int32_t k,
+                          std::span<const int32_t> ids, std::span<const float> gates,
+                          size_t maxShown = std::numeric_limits<size_t>::max());
+
+}  // namespace moe::fuzz
