@@ -31,6 +31,7 @@ class Shrinker {
       const size_t before = size();
       const int32_t kBefore = c_.k;
       shrinkTokens();
+      shrinkGroups();
       shrinkExperts();
       lowerK();
       simplifyLogits();
@@ -122,6 +123,25 @@ class Shrinker {
       cand.logits.insert(cand.logits.end(), row.begin() + first + count, row.end());
     }
     return cand;
+  }
+
+  // A family case with groups loses whole groups (E stays divisible by G): G - 1 groups,
+  // topk_groups kept (at most G - 1) or one less when the group removed was one it kept.
+  void shrinkGroups() {
+    if (!c_.family || c_.family->groups <= 1) return;
+    for (int32_t h = c_.family->groups - 1; h >= 0 && c_.family->groups > 1; --h) {
+      if (expired()) return;
+      const Family f = *c_.family;
+      const int32_t size = c_.experts / f.groups;
+      Case cand = withoutExperts(h * size, size, c_.k);
+      cand.family->groups = f.groups - 1;
+      cand.family->topkGroups = std::min(f.topkGroups, f.groups - 1);
+      if (tryCase(cand)) continue;
+      if (f.topkGroups > 1) {
+        cand.family->topkGroups = std::min(f.topkGroups - 1, f.groups - 1);
+        tryCase(std::move(cand));
+      }
+    }
   }
 
   void shrinkExperts() {

@@ -143,7 +143,11 @@ TEST(FamilyExplain, TellsGroupsBiasAndTheCertificate) {
       EXPECT_NE(text.find("exact group score ~"), std::string::npos) << text;
       EXPECT_NE(text.find("dropped"), std::string::npos) << text;
     }
-    if (std::string(bug) == "group-max") EXPECT_GT(f.value("groups", 1), 1) << f.dump();
+    if (std::string(bug) == "group-max") {
+      // Seed 3 draws E = 32 in 8 groups; the shrinker removes whole groups (E stays
+      // divisible by G) down to the two the kept-group finding needs.
+      EXPECT_EQ(f.value("groups", 1), 2) << f.dump();
+    }
   }
 }
 
