@@ -68,6 +68,8 @@ struct Entry {
   RouteV2Fn routeV2;
 };
 
+// The one list of built-in routers: impl/CMakeLists.txt reads each entry's name from its
+// first line (`    {{"name", RouteMode::`) to build libmoe_route_<name>.so.
 constexpr std::array<Entry, 8> kEntries{{
     {{"scalar-probs", RouteMode::kProbs, kHostExpUlp, kScalarProbsGateUlp},
      always,
