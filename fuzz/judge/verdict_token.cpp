@@ -49,9 +49,10 @@ namespace {
 
 using oracle::certified::Certified;
 
-// Lean's beats on the logits: j outranks i (exact ties to the lower index).
+// Lean's beats on the logits: j outranks i (exact ties to the lower index). The oracle's
+// one definition of the rule (oracle/routing.hpp), not a copy of it.
 bool beatsX(std::span<const float> x, int32_t j, int32_t i) {
-  return x[j] > x[i] || (j < i && !(x[i] > x[j]));
+  return oracle::beats(x, static_cast<std::size_t>(j), static_cast<std::size_t>(i));
 }
 
 std::string logitText(std::span<const float> x, int32_t i) {
