@@ -20,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
       // In process: libFuzzer itself catches and reports the library's crashes.
-      return openRouter(path, RouterOptions{.inProcess = true});
+      RouterOptions options;
+      options.inProcess = true;
+      return openRouter(path, options);
     } catch (const RouterLoadError& e) {
       std::fprintf(stderr, "fuzz_external: %s\n", e.what());
       std::exit(2);

@@ -162,6 +162,8 @@ HWY_INLINE void GroupScoresAligned(D d, const FamilyParams& p, FamilyScratch& sc
   }
 }
 
+// This file is compiled once per Highway target (foreach_target.h): one definition each.
+#undef MOE_GROUP_NETWORK
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define MOE_GROUP_NETWORK 1
 // Up to 16 groups of whole 16-lane vectors at once: each group's lane-wise best and second

@@ -126,7 +126,9 @@ TYPED_TEST(FamilyProperties, ExactlyMinKEligibleKept) {  // exactly min(k, eligi
     const std::vector<bool> mask = routeKeptMaskLiteral(p, c);
     ASSERT_EQ(static_cast<std::size_t>(std::count(mask.begin(), mask.end(), true)), expected);
     // With groups, the eligible experts are exactly the kept groups' experts.
-    if (p.groups > 1) ASSERT_EQ(nEl, std::min(p.topkGroups, p.groups) * (c.size() / p.groups));
+    if (p.groups > 1) {
+      ASSERT_EQ(nEl, std::min(p.topkGroups, p.groups) * (c.size() / p.groups));
+    }
   });
 }
 
@@ -218,7 +220,9 @@ TEST(FamilyRationals, RenormalisedGatesSumToTheScale) {
     const bool anyKept = !routeKeptExperts(p, c).empty();
     ASSERT_EQ(total, anyKept ? p.scale : mpq_class(0)) << testing::describe(s);
     for (std::size_t e = 0; e < g.size(); ++e) {
-      if (!routeKeptMask(p, c)[e]) ASSERT_EQ(g[e], 0) << "e=" << e;
+      if (!routeKeptMask(p, c)[e]) {
+        ASSERT_EQ(g[e], 0) << "e=" << e;
+      }
     }
   });
 }
