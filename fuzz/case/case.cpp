@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -298,6 +299,15 @@ Case decodeCase(ByteSource& src, int32_t maxExperts) {
 Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts) {
   DirectSpanReader src(bytes);
   return decodeFrom(src, maxExperts);
+}
+
+int32_t maxExpertsFromEnv() {
+  static const int32_t value = [] {
+    const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS");
+    const long n = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
+    return n > 0 ? static_cast<int32_t>(std::min<long>(n, kMaxExperts)) : kMaxExperts;
+  }();
+  return value;
 }
 
 std::vector<uint8_t> encodeCase(const Case& c) {

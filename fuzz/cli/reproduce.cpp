@@ -77,10 +77,7 @@ CLI::App* addReproduce(CLI::App& app, ReproduceFlags& f) {
                          "a libFuzzer routing input -> golden-vector reproducers (exit 0: written, "
                          "1: no router violates, 2: usage or unreadable input)");
   // The targets cap E by MOE_FUZZ_MAX_EXPERTS (throughput runs); decoding must match.
-  f.maxExperts = kMaxExperts;
-  if (const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS"); v && std::atoi(v) > 0) {
-    f.maxExperts = std::atoi(v);
-  }
+  f.maxExperts = maxExpertsFromEnv();
   cmd->add_option("--out", f.outDir, "folder for the reproducers")->required();
   cmd->add_option("--max-experts", f.maxExperts,
                   "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")

@@ -17,16 +17,6 @@
 
 namespace moe::fuzz {
 
-// MOE_FUZZ_MAX_EXPERTS=64 narrows the decoded E (the throughput figures in docs/fuzz.md).
-inline int32_t maxExpertsFromEnv() {
-  static const int32_t value = [] {
-    const char* v = std::getenv("MOE_FUZZ_MAX_EXPERTS");
-    int n = v ? std::atoi(v) : 0;
-    return n > 0 ? n : kMaxExperts;
-  }();
-  return value;
-}
-
 [[noreturn]] inline void reportAndAbort(const std::string& report) {
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);

@@ -111,6 +111,10 @@ class SeededSource final : public ByteSource {
 // The decoder (byte layout in docs/fuzz.md). Always yields a valid case. `maxExperts`
 // (<= 1024) narrows E for throughput runs (MOE_FUZZ_MAX_EXPERTS in the targets).
 Case decodeCase(ByteSource& source, int32_t maxExperts = kMaxExperts);
+// The decoder's cap on E: $MOE_FUZZ_MAX_EXPERTS (1..kMaxExperts; the throughput figures in
+// docs/fuzz.md use 64), else kMaxExperts. Read once, by the targets and `reproduce` alike, so
+// that a reproduced input decodes to the case the target saw.
+int32_t maxExpertsFromEnv();
 Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts = kMaxExperts);
 // The campaign's generator (`moe-oracle fuzz`): the same adversarial logits as the
 // decoder, at shapes drawn from `space` (up to E = 4,096, T = 65,536, 2^24 logits; docs/fuzz.md
