@@ -149,7 +149,9 @@ TEST(CaseV2, FamilyRoundTripsThroughJSON) {
     const Case c = drawFamilyCase(src, space, softmaxOnly);
     EXPECT_TRUE(c.family->bias.empty());
     EXPECT_EQ(c.family->score == 1, false);
-    if (familyInvalidReason(*c.family, c.experts).empty()) EXPECT_EQ(c.family->groups, 1);
+    if (familyInvalidReason(*c.family, c.experts).empty()) {
+      EXPECT_EQ(c.family->groups, 1);
+    }
   }
 }
 
