@@ -86,6 +86,14 @@ double up(double v) {
   return std::nextafter(v, std::numeric_limits<double>::infinity());
 }
 
+// The row's maximum as softmaxVecSpec takes it (Lean's left fold of max seeded with x0, so
+// NaN-free rows agree with the oracle bit for bit): one definition for every use here.
+float rowMax(std::span<const float> x) {
+  float m = x[0];
+  for (float v : x) m = m <= v ? v : m;
+  return m;
+}
+
 // The row's probabilities in binary64 with a rigorous error bound: P_i = exp(x_i - m) has
 // relative error <= (|x_i - m| 2^-53 + 2^-52) (argument rounding, then exp's < 1 ulp),
 // the sum of E terms <= E 2^-53, the division 2^-53; rho_i bounds the total with slack.
@@ -96,9 +104,7 @@ struct DoubleProbabilities {
   std::vector<double> p, rho, shift;
   static constexpr double kAbs = kAbsNormal;
 
-  explicit DoubleProbabilities(std::span<const float> x) {
-    m = x[0];
-    for (float v : x) m = m <= v ? v : m;
+  explicit DoubleProbabilities(std::span<const float> x) : m(rowMax(x)) {
     const size_t E = x.size();
     p.resize(E);
     rho.resize(E);
@@ -569,11 +575,7 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
 
   std::optional<DoubleProbabilities> dp;
   CertifiedProbabilities cp{x, std::nullopt};
-  const float m = [&] {
-    float mm = x[0];
-    for (float v : x) mm = mm <= v ? v : mm;
-    return mm;
-  }();
+  const float m = rowMax(x);
   const TieOrder ties = config.tieOrder.value_or(contract.tieOrder);
   const RouterToken out{ids, gates};
   auto accept = [&](const char* reason) {
