@@ -173,6 +173,10 @@ TieOrder parseTieOrder(std::string_view text, std::string_view what) {
 Contract parseContract(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw contractError("not valid JSON");
+  return parseContractJSON(j);
+}
+
+Contract parseContractJSON(const nlohmann::json& j) {
   if (!j.is_object()) throw contractError("not a JSON object");
   rejectUnknownKeys(j, schema(), "");
   Contract c;
@@ -241,6 +245,10 @@ ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view expe
 }
 
 std::string contractToJSON(const Contract& c) {
+  return contractJSON(c).dump();
+}
+
+nlohmann::json contractJSON(const Contract& c) {
   nlohmann::json j;
   j["abi"] = c.abi;
   j["name"] = c.name;
@@ -273,7 +281,7 @@ std::string contractToJSON(const Contract& c) {
     if (c.shapes.maxTokens > 0) s["max_tokens"] = c.shapes.maxTokens;
     j["shapes"] = s;
   }
-  return j.dump();
+  return j;
 }
 
 }  // namespace moe::fuzz

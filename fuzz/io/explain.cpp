@@ -61,7 +61,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
         } else if (type == "RouterReproducer") {
           Case c = caseOfReproducer(t);
           Contract contract =
-              t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
+              t.contains("contract") ? parseContractJSON(t["contract"]) : Contract{};
           std::vector<int32_t> ids;
           std::vector<float> gates;
           std::string who;

@@ -117,7 +117,7 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
     const bool hasOutput = t.is_object() && t.contains("ids") && t.contains("gates");
     try {
       c = caseOfReproducer(t);
-      contract = t.contains("contract") ? parseContract(t["contract"].dump()) : Contract{};
+      contract = t.contains("contract") ? parseContractJSON(t["contract"]) : Contract{};
       kind = t.value("kind", std::string());
       if (hasOutput) {
         ids = t["ids"].get<std::vector<int32_t>>();

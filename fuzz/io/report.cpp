@@ -80,7 +80,7 @@ nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseRes
   test["flags"] = {std::string(kindName(v.kind))};
   test["result"] = "invalid";
   test["impl"] = router.name();
-  test["contract"] = nlohmann::json::parse(contractToJSON(router.contract()));
+  test["contract"] = contractJSON(router.contract());
   test["token"] = v.token;
   test["ids"] = r.output.ids;
   auto& gates = test["gates"] = nlohmann::json::array();

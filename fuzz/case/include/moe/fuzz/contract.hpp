@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,9 @@ struct Contract {
 // with the reason on text that is not a JSON object, on an unknown key (naming the nearest
 // known one), or on a field of the wrong type or out of its range.
 Contract parseContract(std::string_view json);
+// The same on a JSON value already parsed (a reproducer's or a report's "contract"), so the
+// contract travels as JSON and is never printed to be parsed again.
+Contract parseContractJSON(const nlohmann::json& json);
 
 // The shapes a run draws: the contract's "shapes", then the caller's lists over them (values
 // and ranges, empty = not given), as --experts, --k and --tokens do. `prefix` names the lists
@@ -73,6 +77,8 @@ Contract parseContract(std::string_view json);
 // or a space where no case fits.
 ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view experts,
                          std::string_view k, std::string_view tokens, std::string_view prefix);
+// The contract as JSON (every field, defaults included), and as its compact text.
+nlohmann::json contractJSON(const Contract& c);
 std::string contractToJSON(const Contract& c);
 
 }  // namespace moe::fuzz
