@@ -90,5 +90,15 @@ TEST_P(SharedLib, RoutesAsTheInTreeRouter) {
 
 INSTANTIATE_TEST_SUITE_P(AllRouters, SharedLib, allBuiltinRouters(), routerTestName);
 
+// The router list exists once, in impl/src/routers.cpp's table; impl/CMakeLists.txt reads the
+// names from its text to build one library each. A reformatted table must not silently drop
+// (or invent) a library: CMake's reading equals the registry, in order.
+TEST(RouterList, CMakeBuildsOneLibraryPerRegistryEntry) {
+  std::string registry;
+  for (const auto& r : builtinRouters())
+    registry += (registry.empty() ? "" : ",") + std::string(r.name);
+  EXPECT_EQ(std::string(MOE_CMAKE_ROUTER_NAMES), registry);
+}
+
 }  // namespace
 }  // namespace moe::test
