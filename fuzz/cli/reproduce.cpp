@@ -32,13 +32,6 @@ namespace {
 
 using namespace moe::fuzz;
 
-std::string safeFileStem(std::string s) {
-  for (char& ch : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
-  }
-  return s;
-}
-
 std::vector<uint8_t> readBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));

@@ -55,10 +55,8 @@ std::string bandText(const Band (&bands)[N], const std::map<std::string, uint64_
 
 // The file name says router and kind (and the seed, so runs do not overwrite each other).
 std::string reproducerPath(const Router& router, ViolationKind kind, const CampaignOptions& o) {
-  std::string stem = fmt::format("{}-{}-seed{}", router.name(), kindName(kind), o.seed);
-  for (char& ch : stem) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
-  }
+  const std::string stem =
+      safeFileStem(fmt::format("{}-{}-seed{}", router.name(), kindName(kind), o.seed));
   return (std::filesystem::path(o.outDir) / (stem + ".json")).string();
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,13 @@ std::string signatureLine(std::string_view router, std::string_view kind) {
 std::string signatureLine(std::string_view router, ViolationKind kind, std::string_view tag) {
   if (tag.empty()) return signatureLine(router, kindName(kind));
   return fmt::format("moe-oracle: {}-{}-{}", router, kindName(kind), tag);
+}
+
+std::string safeFileStem(std::string stem) {
+  for (char& ch : stem) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) ch = '_';
+  }
+  return stem;
 }
 
 std::string cpuFlags() {

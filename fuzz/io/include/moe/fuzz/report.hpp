@@ -20,6 +20,10 @@ std::string signatureLine(std::string_view router, std::string_view kind);
 // `tag` (a crash's signal, "ids" or "gates" for a stray write) is added when not empty:
 // only what tells two bugs of one kind apart, never the shape.
 std::string signatureLine(std::string_view router, ViolationKind kind, std::string_view tag = {});
+// A reproducer's file stem from a router name and a signature: every character other than a
+// letter, a digit, '-' or '_' becomes '_', so that a library path given as --impl
+// ("./lib/libmine.so") names a file inside --out, not a path elsewhere.
+std::string safeFileStem(std::string stem);
 // The x86 feature flags that pick SIMD paths (from /proc/cpuinfo), for reproduction.
 std::string cpuFlags();
 
