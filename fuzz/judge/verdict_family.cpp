@@ -14,10 +14,12 @@
 #include <optional>
 #include <vector>
 
+#include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
 #include "moe/oracle/certified/family.hpp"
 #include "moe/oracle/family.hpp"
+#include "verdict_slots.hpp"
 
 namespace moe::fuzz {
 
@@ -25,15 +27,6 @@ namespace {
 
 constexpr double kAbs = 0x1p-1022;  // the binary64 filter's absolute term (verdict_token.cpp)
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Verdict violation(ViolationKind kind, std::string certificate, double margin = 0) {
-  Verdict v;
-  v.outcome = Outcome::kViolation;
-  v.kind = kind;
-  v.certificate = std::move(certificate);
-  v.margin = margin;
-  return v;
-}
 
 // Equal inputs, equal real keys: the logit (-0 as +0) and the bias. Two experts whose forms
 // agree tie exactly over the reals; the converse is not needed (unequal forms are judged
@@ -235,26 +228,13 @@ SelectionBands doubleBands(const FamilyRow& r, const Groups* gr, const Family& f
   return b;
 }
 
-oracle::RouteParams<float> routeParams(const Family& f, int32_t k) {
-  oracle::RouteParams<float> p;
-  p.k = static_cast<size_t>(k);
-  p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
-  p.bias = std::span<const float>(f.bias);
-  p.groups = static_cast<size_t>(f.groups);
-  p.topkGroups = static_cast<size_t>(f.topkGroups);
-  p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
-  p.renormalize = f.renormalize == 1;
-  p.scale = f.scale;
-  return p;
-}
-
 // The same bands from MPFR enclosures of the scores (relative width 2^-60) and of the group
 // scores (oracle/certified/family.hpp): the level that places a difference the binary64
 // filter leaves within its error of the budget. Throws SpecError where the oracle does.
 SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t k,
                               const FamilyRow& r, const Groups* gr, double cUlp) {
   const auto E = static_cast<int32_t>(x.size());
-  const auto p = routeParams(f, k);
+  const auto p = familyRouteParams(f, k);
   const auto s = oracle::certified::scoresEnclosure(p.score, x);
   SelectionBands b;
   std::vector<double> betaLo(x.size()), betaHi(x.size());
@@ -306,37 +286,9 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   for (float b : f.bias) real = real && std::isfinite(b);
 
   // Structure: n = min(k, eligible) distinct ids in range, then empty slots.
-  std::vector<uint8_t> inS(static_cast<size_t>(E), 0);
-  for (int32_t s = 0; s < k; ++s) {
-    const int32_t id = ids[s];
-    if (id == -1) {
-      if (s < n && real) {
-        return violation(ViolationKind::kSlotCount,
-                         fmt::format("slot {} is empty (-1) but min(k, eligible) = {} slots must "
-                                     "be filled ({})",
-                                     s, n, familyText(f)));
-      }
-      if (s >= n && !(gates[s] == 0.0f)) {
-        return violation(ViolationKind::kEmptySlot,
-                         fmt::format("empty slot {} has gate {} ({}), not 0", s,
-                                     decimal32(gates[s]), hex32(gates[s])));
-      }
-      continue;
-    }
-    if (id < 0 || id >= E) {
-      return violation(ViolationKind::kIdOutOfRange,
-                       fmt::format("slot {} holds id {}, outside [0, {})", s, id, E));
-    }
-    if (s >= n) {
-      return violation(ViolationKind::kEmptySlot,
-                       fmt::format("slot {} holds id {} but only min(k, eligible) = {} slots exist "
-                                   "({})",
-                                   s, id, n, familyText(f)));
-    }
-    if (inS[id])
-      return violation(ViolationKind::kIdRepeated, fmt::format("expert {} appears twice", id));
-    inS[id] = 1;
-  }
+  std::vector<uint8_t> inS;
+  const SlotsOwed owed{n, "min(k, eligible)", fmt::format(" ({})", familyText(f))};
+  if (auto v = checkSlots(E, k, owed, ids, gates, real, false, inS)) return *v;
   if (E == 0 || n == 0) return Verdict{};
   if (!real) {
     Verdict v;
@@ -589,7 +541,7 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     ++levels.selectionDouble;
   } else {
     try {
-      const auto p = routeParams(f, k);
+      const auto p = familyRouteParams(f, k);
       const auto decision = oracle::certified::routeDecisionEnclosure(p, x);
       bool same = decision.decided && decision.keptExperts.size() == S.size();
       if (same && contract.slotOrder == SlotOrder::kRank) {
@@ -707,7 +659,7 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     } else {
       try {
         if (!exact) {
-          const auto p = routeParams(f, k);
+          const auto p = familyRouteParams(f, k);
           std::vector<size_t> kept(S.begin(), S.end());
           exact = oracle::certified::routeKeptGatesEnclosure(p, x, kept);
         }

@@ -12,6 +12,7 @@
 #include "moe/oracle/certified/gates.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
+#include "verdict_slots.hpp"
 
 namespace moe::fuzz {
 
@@ -57,15 +58,6 @@ bool beatsX(std::span<const float> x, int32_t j, int32_t i) {
 
 std::string logitText(std::span<const float> x, int32_t i) {
   return fmt::format("x[{}] = {} ({})", i, decimal32(x[i]), hex32(x[i]));
-}
-
-Verdict violation(ViolationKind kind, std::string certificate, double margin = 0) {
-  Verdict v;
-  v.outcome = Outcome::kViolation;
-  v.kind = kind;
-  v.certificate = std::move(certificate);
-  v.margin = margin;
-  return v;
 }
 
 // The binary64 filters' absolute error term for results near underflow (exp's absolute
@@ -380,50 +372,6 @@ std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<con
   return std::nullopt;
 }
 
-std::optional<Verdict> checkStructure(std::span<const float> x, int32_t k,
-                                      std::span<const int32_t> ids, std::span<const float> gates,
-                                      bool real, std::vector<uint8_t>& seen) {
-  const int32_t E = static_cast<int32_t>(x.size());
-  const int32_t n = std::min(k, E);
-  seen.assign(static_cast<size_t>(E), 0);
-  for (int32_t s = 0; s < k; ++s) {
-    const int32_t id = ids[s];
-    if (id == -1) {
-      if (s < n && real) {
-        return violation(ViolationKind::kSlotCount,
-                         fmt::format("slot {} is empty (-1) but min(k, E) = {} "
-                                     "slots must be filled",
-                                     s, n));
-      }
-      if (s >= n && !(gates[s] == 0.0f)) {
-        return violation(ViolationKind::kEmptySlot,
-                         fmt::format("empty slot {} has gate {} ({}), not 0", s,
-                                     decimal32(gates[s]), hex32(gates[s])));
-      }
-      continue;
-    }
-    if (id < 0 || id >= E) {
-      return violation(ViolationKind::kIdOutOfRange,
-                       fmt::format("slot {} holds id {}, outside [0, {}) (k = {})", s, id, E, k));
-    }
-    if (s >= n) {
-      return violation(
-          ViolationKind::kEmptySlot,
-          fmt::format("slot {} holds id {} but only min(k, E) = {} slots exist", s, id, n));
-    }
-    if (seen[id])
-      return violation(ViolationKind::kIdRepeated, fmt::format("expert {} appears twice", id));
-    seen[id] = 1;
-    if (real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f)) {
-      return violation(ViolationKind::kGateNonfinite,
-                       fmt::format("slot {} (expert {}) has gate {} ({}); the spec's gates are "
-                                   "finite and >= 0 on this row",
-                                   s, id, decimal32(gates[s]), hex32(gates[s])));
-    }
-  }
-  return std::nullopt;
-}
-
 // The binary32 spec's gate formula on the router's kept set S: probs32 from
 // softmaxVecSpec<float>, then p_e / (sum over S in index order).
 std::vector<float> spec32GatesOfSet(std::span<const float> x, std::span<const int32_t> S) {
@@ -548,7 +496,7 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
   const int32_t E = static_cast<int32_t>(x.size());
   const int32_t n = std::min(k, E);
   const bool real = isRealRow(x);
-  if (auto v = checkStructure(x, k, ids, gates, real, seen)) return *v;
+  if (auto v = checkSlots(E, k, {n, "min(k, E)", ""}, ids, gates, real, true, seen)) return *v;
   if (E == 0) return Verdict{};  // every slot empty, as checked
   if (!real) {
     Verdict v;

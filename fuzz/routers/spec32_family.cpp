@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "moe/fuzz/family_params.hpp"
 #include "moe/oracle/family.hpp"
 #include "moe/route_abi.h"
 
@@ -39,15 +40,7 @@ class Spec32FamilyRouter final : public Router {
              int32_t* ids, float* gates, int32_t, RouteFault&) const override {
     if (tokens < 0 || experts < 0 || k < 0) return MOE_ROUTE_EBADSIZE;
     if (!familyInvalidReason(f, experts).empty()) return MOE_ROUTE_EBADPARAMS;
-    oracle::RouteParams<float> p;
-    p.k = static_cast<size_t>(k);
-    p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
-    p.bias = std::span<const float>(f.bias);
-    p.groups = static_cast<size_t>(f.groups);
-    p.topkGroups = static_cast<size_t>(f.topkGroups);
-    p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
-    p.renormalize = f.renormalize == 1;
-    p.scale = f.scale;
+    const oracle::RouteParams<float> p = familyRouteParams(f, k);
     const int32_t n = std::min(k, familyEligible(f, experts));
     for (int32_t t = 0; t < tokens; ++t) {
       const std::span<const float> row(logits + int64_t{t} * experts, static_cast<size_t>(experts));
