@@ -6,23 +6,11 @@
 
 #include "family_select.hpp"
 #include "moe/detail/route_kernels.hpp"
+#include "softmax_spec32.hpp"
 #include "topk_select.hpp"
 
 namespace moe::detail {
 namespace {
-
-// softmaxVecSpec in binary32 (as route_scalar.cpp's): max fold, exp(x - m), sum in index
-// order from 0, one division each.
-void softmaxSpec32(const float* x, int32_t experts, float* s) {
-  float m = x[0];
-  for (int32_t i = 1; i < experts; ++i) m = m <= x[i] ? x[i] : m;
-  float d = 0.0f;
-  for (int32_t i = 0; i < experts; ++i) {
-    s[i] = std::exp(x[i] - m);
-    d += s[i];
-  }
-  for (int32_t i = 0; i < experts; ++i) s[i] = s[i] / d;
-}
 
 // sigmoidSpec x = 1 / (1 + exp(0 - x)).
 void sigmoidSpec32(const float* x, int32_t experts, float* s) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "moe/detail/route_kernels.hpp"
+#include "softmax_spec32.hpp"
 #include "topk_select.hpp"
 
 namespace moe::detail {
@@ -14,19 +15,6 @@ bool rowHasNaN(const float* x, int32_t experts) {
   bool nan = false;
   for (int32_t i = 0; i < experts; ++i) nan |= std::isnan(x[i]);
   return nan;
-}
-
-// softmaxVecSpec in binary32: m = left fold of Lean's max (x <= y ? y : x) seeded with
-// x0; e_i = exp(x_i - m); d summed in index order from 0; p_i = e_i / d.
-void softmaxSpec32(const float* x, int32_t experts, float* p) {
-  float m = x[0];
-  for (int32_t i = 1; i < experts; ++i) m = m <= x[i] ? x[i] : m;
-  float d = 0.0f;
-  for (int32_t i = 0; i < experts; ++i) {
-    p[i] = std::exp(x[i] - m);
-    d += p[i];
-  }
-  for (int32_t i = 0; i < experts; ++i) p[i] = p[i] / d;
 }
 
 void probsRow(const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
