@@ -20,6 +20,7 @@
 #include "moe/route_abi.h"
 #include "moe/routers.hpp"
 #include "partial_sort_router.hpp"
+#include "ratio_reporter.hpp"
 #include "read_roof.hpp"
 
 namespace moe::bench {
@@ -216,19 +217,11 @@ void registerAll() {
   }
 }
 
-// Keeps every run's tokens/s, to print ratios measured in this one run.
-class RatioReporter : public benchmark::ConsoleReporter {
+// The ratios of this run: the reporter keeps each run's tokens_per_s.
+class Ratios : public RatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& run : runs) {
-      const auto it = run.counters.find("tokens_per_s");
-      if (!run.error_occurred && it != run.counters.end()) {
-        rate_[run.benchmark_name()] = it->second.value;
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void printRatios() const {
+  Ratios() : RatioReporter("tokens_per_s") {}
+  void printRatios() const override {
     std::printf(
         "\nratios (same run, one core, T = %d): M tokens/s, %% of read roof, x grouped_topk\n",
         kTokens);
@@ -271,25 +264,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
           100 * r / roof, r / base, met ? "MET" : "NOT MET");
     }
   }
-
- private:
-  double find(const std::string& name) const {
-    const auto it = rate_.find(name);
-    return it == rate_.end() ? 0.0 : it->second;
-  }
-  std::map<std::string, double> rate_;
 };
 
 }  // namespace
 }  // namespace moe::bench
 
 int main(int argc, char** argv) {
-  moe::bench::registerAll();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  moe::bench::RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.printRatios();
-  benchmark::Shutdown();
-  return 0;
+  moe::bench::Ratios ratios;
+  return moe::bench::runBenchmarks(argc, argv, moe::bench::registerAll, ratios);
 }

@@ -15,6 +15,7 @@
 
 #include "moe/routers.hpp"
 #include "partial_sort_router.hpp"
+#include "ratio_reporter.hpp"
 #include "read_roof.hpp"
 
 namespace moe::bench {
@@ -142,19 +143,11 @@ void registerAll() {
   }
 }
 
-// Keeps every run's bytes_per_second, to print ratios measured in this one run.
-class RatioReporter : public benchmark::ConsoleReporter {
+// The ratios of this run: the reporter keeps each run's bytes_per_second.
+class Ratios : public RatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& run : runs) {
-      const auto it = run.counters.find("bytes_per_second");
-      if (!run.error_occurred && it != run.counters.end()) {
-        rate_[run.benchmark_name()] = it->second.value;
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void printRatios() const {
+  Ratios() : RatioReporter("bytes_per_second") {}
+  void printRatios() const override {
     std::printf("\nratios (same run): GB/s of logits read, %% of read roof, x partial_sort\n");
     for (const int32_t threads : {1, 0}) {
       for (const int32_t experts : kExperts) {
@@ -179,10 +172,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
 
  private:
-  double find(const std::string& name) const {
-    const auto it = rate_.find(name);
-    return it == rate_.end() ? 0.0 : it->second;
-  }
   void checkTarget(const std::string& router, double roofShare, double overPartialSort) const {
     const std::string cfg = configName(64, 8, 1);
     const double r = find("route/" + router + "/" + cfg);
@@ -196,19 +185,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
         router.c_str(), cfg.c_str(), 100 * r / roof, 100 * roofShare, r / base, overPartialSort,
         met ? "MET" : "NOT MET");
   }
-  std::map<std::string, double> rate_;
 };
 
 }  // namespace
 }  // namespace moe::bench
 
 int main(int argc, char** argv) {
-  moe::bench::registerAll();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  moe::bench::RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.printRatios();
-  benchmark::Shutdown();
-  return 0;
+  moe::bench::Ratios ratios;
+  return moe::bench::runBenchmarks(argc, argv, moe::bench::registerAll, ratios);
 }
