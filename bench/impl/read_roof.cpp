@@ -15,7 +15,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Four independent accumulators so the adds' latency does not cap the read rate.
-float SumFloats(const float* data, size_t n) {
+float sumFloats(const float* data, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
@@ -37,9 +37,9 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace moe::bench {
-HWY_EXPORT(SumFloats);
+HWY_EXPORT(sumFloats);
 float sumFloats(const float* data, size_t n) {
-  return HWY_DYNAMIC_DISPATCH(SumFloats)(data, n);
+  return HWY_DYNAMIC_DISPATCH(sumFloats)(data, n);
 }
 }  // namespace moe::bench
 #endif
