@@ -1,9 +1,10 @@
 // `moe-oracle reproduce` (was moe-crash-reproducer): turns a libFuzzer input of a routing
-// target (fuzz_route, fuzz_gates) into golden-vector reproducers, through the code
-// moe-oracle itself uses: the case decoder (decodeCase), the verdict (judgeCase) and the
-// reproducer writer (reproducerFile). The campaign runner calls it on each minimised crash,
-// so a crash found by libFuzzer replays with `moe-oracle replay FILE.json` like any other
-// violation.
+// target (fuzz_route, fuzz_gates, fuzz_external) into golden-vector reproducers, through the
+// code moe-oracle itself uses: the input's case for each router as the targets decode it
+// (routerCase: the byte layout for a moe_route_v1 router, the family's draw for a
+// moe_route_v2 library), the verdict (judgeCase) and the reproducer writer (reproducerFile).
+// The campaign runner calls it on each minimised crash, so a crash found by libFuzzer
+// replays with `moe-oracle replay FILE.json` like any other violation.
 //
 // usage: moe-oracle reproduce --out DIR [--impl NAME|PATH.so]... [--signature LINE] INPUT
 // Each router (default: every built-in router this CPU has) is judged on the decoded case;
@@ -26,6 +27,7 @@
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/router_case.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace {
@@ -45,7 +47,10 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
   Judge judge;
   CaseResult result = judge.run(router, c);
   if (result.abstained || !result.violation) return std::nullopt;
-  std::string signature = signatureLine(router.name(), result.violation->kind);
+  // With the tag, as the report's last line (a v2 `bad-status` is tagged `status-6`), so
+  // that --signature matches what fuzz_external printed.
+  std::string signature =
+      signatureLine(router.name(), result.violation->kind, result.violation->tag);
   if (!wantSignature.empty() && signature != wantSignature) return std::nullopt;
   nlohmann::json provenance = {{"tool", "moe-oracle reproduce"},
                                {"input", std::filesystem::path(input).filename().string()},
@@ -83,7 +88,7 @@ CLI::App* addReproduce(CLI::App& app, ReproduceFlags& f) {
 
 int runReproduce(const ReproduceFlags& f) {
   try {
-    Case c = decodeCase(readBytes(f.input), f.maxExperts);
+    const std::vector<uint8_t> input = readBytes(f.input);
     std::vector<std::string> impls = f.impls;
     if (impls.empty()) {
       for (const auto& name : builtinRouterNames()) {
@@ -93,6 +98,9 @@ int runReproduce(const ReproduceFlags& f) {
     int written = 0;
     for (const auto& impl : impls) {
       auto router = openRouter(impl);
+      // Decoded per router, as the target decoded it for that router: a moe_route_v2
+      // library gets the family's case (fuzz_external), a v1 router the top-k case.
+      const Case c = routerCase(input, router->contract(), f.maxExperts);
       if (reproduceOn(*router, c, f.input, f.outDir, f.signature)) ++written;
     }
     if (written == 0) {

@@ -10,6 +10,7 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/router_case.hpp"
 #include "moe/fuzz/shrink.hpp"
 
 namespace moe::fuzz {
@@ -137,9 +138,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       break;
     }
     // Not const: a violation shrinks it. A v2 router gets the family's cases.
-    Case c = router.contract().v2()
-                 ? drawFamilyCase(source, options.shapes, router.contract().families)
-                 : drawCase(source, options.shapes);
+    Case c = routerCase(source, router.contract(), options.shapes);
     CaseResult r = judge.run(router, c);
     ++s.cases;
     if (r.abstained) {

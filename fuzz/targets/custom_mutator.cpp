@@ -1,6 +1,7 @@
 // A structure-keeping custom mutator (libFuzzer builds only): decode the case, apply
 // mutateCase (ties, ±1 ulp, specials, shapes at SIMD widths' edges), encode it again.
-// One call in four falls back to libFuzzer's byte mutator, which finds odd bit patterns.
+// One call in four falls back to libFuzzer's byte mutator, which finds odd bit patterns;
+// every call does for inputs that are a family draw's stream (gFamilyStreamInput).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,7 +15,7 @@ extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t maxSize);
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t maxSize,
                                           unsigned int seed) {
   using namespace moe::fuzz;
-  if (seed % 4 == 0) return LLVMFuzzerMutate(data, size, maxSize);
+  if (seed % 4 == 0 || gFamilyStreamInput) return LLVMFuzzerMutate(data, size, maxSize);
   SeededSource rng(seed);
   // The targets' expert limit, so the mutator sees (and writes) the case the target runs.
   const int32_t maxExperts = maxExpertsFromEnv();

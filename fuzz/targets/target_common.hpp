@@ -17,6 +17,12 @@
 
 namespace moe::fuzz {
 
+// True in a target whose inputs are not in the decoder's byte layout: fuzz_external on a
+// moe_route_v2 library reads them as the stream the family's draw consumes (routerCase).
+// The custom mutator then leaves them to libFuzzer's byte mutator: decoding them as a v1
+// case and encoding that again would not keep the family case's structure, only replace it.
+inline bool gFamilyStreamInput = false;
+
 [[noreturn]] inline void reportAndAbort(const std::string& report) {
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
