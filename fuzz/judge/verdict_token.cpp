@@ -132,148 +132,143 @@ struct CertifiedProbabilities {
 
 enum class Decision { kWithin, kBeyond, kUndecided };
 
+// The one near-tie filter for probabilities: does every displaced j stay within the
+// rounding budget of every kept i, p_j - p_i <= b_i + b_j? With H_i = p_i + b_i and
+// L_j = p_j - b_j that is max_j L_j <= min_i H_i: a pair where i beats j has p_i >= p_j and
+// holds anyway, so no pair needs to be enumerated (O(|kept| + |displaced|)). The binary64
+// filter first (each H and L with its error), then MPFR enclosures (b is increasing in p,
+// so it is evaluated at the interval ends). On kBeyond, (i, j) is a pair beyond its budget;
+// otherwise the pair nearest to it.
+struct NearTies {
+  Decision decision;
+  int32_t i, j;
+};
+
+NearTies judgeNearTies(std::span<const float> x, std::span<const int32_t> kept,
+                       std::span<const int32_t> displaced, double c, const DoubleProbabilities& dp,
+                       CertifiedProbabilities& cp, LevelCounters& levels) {
+  if (kept.empty() || displaced.empty()) return {Decision::kWithin, -1, -1};
+  const int32_t E = static_cast<int32_t>(x.size());
+  // b's slope in p: its error from p's error. A -inf logit has p = 0 exactly (no slope).
+  auto slope = [&](int32_t e) {
+    return std::isfinite(dp.shift[e]) ? (dp.shift[e] + 2.0 * E + 4 * c + 4) * kU32 : 0.0;
+  };
+  auto b = [&](int32_t e, double p) { return probabilityBudget(p, dp.shift[e], E, c); };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double minHlo = kInf, minHhi = kInf, maxLhi = -kInf, maxLlo = -kInf;
+  int32_t iStar = kept[0], jStar = displaced[0];
+  for (int32_t i : kept) {
+    const double H = dp.p[i] + b(i, dp.p[i]);
+    const double err = dp.err(i) * (1 + slope(i)) + H * 0x1p-50;
+    minHlo = std::min(minHlo, H - err);
+    if (H + err < minHhi) {
+      minHhi = H + err;
+      iStar = i;
+    }
+  }
+  for (int32_t j : displaced) {
+    const double L = dp.p[j] - b(j, dp.p[j]);
+    const double err = dp.err(j) * (1 + slope(j)) + std::fabs(L) * 0x1p-50 + kAbsNormal;
+    maxLhi = std::max(maxLhi, L + err);
+    if (L - err > maxLlo) {
+      maxLlo = L - err;
+      jStar = j;
+    }
+  }
+  if (maxLhi <= minHlo) {
+    ++levels.selectionDouble;
+    return {Decision::kWithin, iStar, jStar};
+  }
+  if (maxLlo > minHhi) {
+    ++levels.selectionDouble;
+    return {Decision::kBeyond, iStar, jStar};
+  }
+  minHlo = minHhi = kInf;
+  maxLhi = maxLlo = -kInf;
+  for (int32_t i : kept) {
+    const auto& pe = cp.at(i);
+    const double lo = pe.range.lowerDouble(), hi = pe.range.upperDouble();
+    minHlo = std::min(minHlo, down(lo + down(b(i, lo))));
+    const double Hhi = up(hi + up(b(i, hi)));
+    if (Hhi < minHhi) {
+      minHhi = Hhi;
+      iStar = i;
+    }
+  }
+  for (int32_t j : displaced) {
+    const auto& pe = cp.at(j);
+    const double lo = pe.range.lowerDouble(), hi = pe.range.upperDouble();
+    maxLhi = std::max(maxLhi, up(hi - down(b(j, lo))));
+    const double Llo = down(lo - up(b(j, hi)));
+    if (Llo > maxLlo) {
+      maxLlo = Llo;
+      jStar = j;
+    }
+  }
+  if (maxLhi <= minHlo) {
+    ++levels.selectionCertified;
+    return {Decision::kWithin, iStar, jStar};
+  }
+  if (maxLlo > minHhi) {
+    ++levels.selectionCertified;
+    return {Decision::kBeyond, iStar, jStar};
+  }
+  ++levels.selectionUndecided;
+  return {Decision::kUndecided, iStar, jStar};
+}
+
+// p_j - p_i against b_i + b_j in binary64, for a certificate and the margin.
 struct PairJudgement {
   Decision decision;
   double diff;    // p_j - p_i (binary64 estimate)
   double budget;  // b_i + b_j
 };
 
+PairJudgement pairOf(Decision d, std::span<const float> x, int32_t i, int32_t j, double c,
+                     const DoubleProbabilities& dp) {
+  const auto E = static_cast<int32_t>(x.size());
+  return {d, dp.p[j] - dp.p[i],
+          probabilityBudget(dp.p[i], dp.shift[i], E, c) +
+              probabilityBudget(dp.p[j], dp.shift[j], E, c)};
+}
+
+double marginOf(const PairJudgement& pj) {
+  return pj.budget > 0 ? pj.diff / pj.budget : 0.0;
+}
+
 // Is p_j - p_i <= b_i + b_j? (j displaced by the router, i kept, j beats i on the logits.)
 PairJudgement judgePair(std::span<const float> x, int32_t i, int32_t j, double c,
                         const DoubleProbabilities& dp, CertifiedProbabilities& cp,
                         LevelCounters& levels) {
-  const int32_t E = static_cast<int32_t>(x.size());
-  const double diff = dp.p[j] - dp.p[i];
-  const double budget =
-      probabilityBudget(dp.p[i], dp.shift[i], E, c) + probabilityBudget(dp.p[j], dp.shift[j], E, c);
-  // b is increasing in p with slope <= (shift + 2E + 4c + 4) u; its error from p's error:
-  // A -inf logit has p = 0 exactly (no error, no slope).
-  auto slopeErr = [&](int32_t e) {
-    return std::isfinite(dp.shift[e]) ? (dp.shift[e] + 2.0 * E + 4 * c + 4) * kU32 * dp.err(e)
-                                      : 0.0;
-  };
-  const double budgetErr = slopeErr(i) + slopeErr(j) + budget * 0x1p-50;
-  const double diffErr = dp.err(i) + dp.err(j) + std::fabs(diff) * 0x1p-52;
-  if (std::isfinite(budgetErr) && std::isfinite(diffErr)) {
-    if (diff + diffErr <= budget - budgetErr) {
-      ++levels.selectionDouble;
-      return {Decision::kWithin, diff, budget};
-    }
-    if (diff - diffErr > budget + budgetErr) {
-      ++levels.selectionDouble;
-      return {Decision::kBeyond, diff, budget};
-    }
-  }
-  // Certified: p_i, p_j in MPFR intervals; b evaluated at the interval ends (monotone).
-  const Certified& pi = cp.at(i);
-  const Certified& pj = cp.at(j);
-  const double piLo = pi.range.lowerDouble(), piHi = pi.range.upperDouble();
-  const double pjLo = pj.range.lowerDouble(), pjHi = pj.range.upperDouble();
-  const double diffLo = down(pjLo - piHi), diffHi = up(pjHi - piLo);
-  const double bLo = down(down(probabilityBudget(piLo, dp.shift[i], E, c)) +
-                          down(probabilityBudget(pjLo, dp.shift[j], E, c)));
-  const double bHi = up(up(probabilityBudget(piHi, dp.shift[i], E, c)) +
-                        up(probabilityBudget(pjHi, dp.shift[j], E, c)));
-  if (diffHi <= bLo) {
-    ++levels.selectionCertified;
-    return {Decision::kWithin, diff, budget};
-  }
-  if (diffLo > bHi) {
-    ++levels.selectionCertified;
-    return {Decision::kBeyond, diff, budget};
-  }
-  ++levels.selectionUndecided;
-  return {Decision::kUndecided, diff, budget};
+  const NearTies t = judgeNearTies(x, {&i, 1}, {&j, 1}, c, dp, cp, levels);
+  return pairOf(t.decision, x, i, j, c, dp);
 }
 
-// Probabilities: are the non-tie disagreements all within the rounding budget? The binary64
-// filter first, then MPFR. `bestOut` and `worstIn` are the extremes on the logits.
+// Probabilities: are the non-tie disagreements all within the rounding budget?
+// `bestOut` and `worstIn` are the extremes on the logits (the margin's pair when within).
 std::optional<Verdict> checkNearTies(std::span<const float> x, std::span<const int32_t> S,
                                      const std::vector<uint8_t>& inS, double c, int32_t bestOut,
                                      int32_t worstIn, CertifiedProbabilities& cp,
                                      LevelCounters& levels, double& worstMargin,
                                      std::optional<DoubleProbabilities>& dp) {
-  const int32_t E = static_cast<int32_t>(x.size());
   if (!dp) dp.emplace(x);
-  auto slope = [&](int32_t i) { return (dp->shift[i] + 2.0 * E + 4 * c + 4) * kU32; };
-  auto b = [&](int32_t i, double p) { return probabilityBudget(p, dp->shift[i], E, c); };
-  double minHlo = std::numeric_limits<double>::infinity(), maxLhi = -minHlo;
-  double minHhi = minHlo, maxLlo = -minHlo;
-  int32_t iStar = S[0], jStar = bestOut;
-  for (int32_t i : S) {
-    double H = dp->p[i] + b(i, dp->p[i]);
-    double err = dp->err(i) * (1 + (std::isfinite(slope(i)) ? slope(i) : 0)) + H * 0x1p-50;
-    if (H - err < minHlo) minHlo = H - err;
-    if (H + err < minHhi) {
-      minHhi = H + err;
-      iStar = i;
-    }
+  thread_local std::vector<int32_t> displaced;
+  displaced.clear();
+  for (int32_t j = 0; j < static_cast<int32_t>(x.size()); ++j) {
+    if (!inS[j]) displaced.push_back(j);
   }
-  for (int32_t j = 0; j < E; ++j) {
-    if (inS[j]) continue;
-    double L = dp->p[j] - b(j, dp->p[j]);
-    double err = dp->err(j) * (1 + (std::isfinite(slope(j)) ? slope(j) : 0)) +
-                 std::fabs(L) * 0x1p-50 + kAbsNormal;
-    if (L + err > maxLhi) maxLhi = L + err;
-    if (L - err > maxLlo) {
-      maxLlo = L - err;
-      jStar = j;
-    }
-  }
-  auto pairMargin = [&](int32_t i, int32_t j) {
-    double budget = b(i, dp->p[i]) + b(j, dp->p[j]);
-    return budget > 0 ? (dp->p[j] - dp->p[i]) / budget : 0.0;
-  };
-  auto beyond = [&](int32_t i, int32_t j) {
-    double budget = b(i, dp->p[i]) + b(j, dp->p[j]);
+  const NearTies t = judgeNearTies(x, S, displaced, c, *dp, cp, levels);
+  if (t.decision == Decision::kBeyond) {
+    const PairJudgement pj = pairOf(t.decision, x, t.i, t.j, c, *dp);
     return violation(
         ViolationKind::kBeatenKept,
         fmt::format("selection: displaced expert {} beats kept expert {} by "
                     "p_j - p_i = {:.6g}, beyond the binary32 rounding budget "
                     "b_i + b_j = {:.6g} ({}, {})",
-                    j, i, dp->p[j] - dp->p[i], budget, logitText(x, j), logitText(x, i)),
-        pairMargin(i, j));
-  };
-  if (maxLhi <= minHlo) {
-    ++levels.selectionDouble;
-    worstMargin = std::max(worstMargin, pairMargin(worstIn, bestOut));
-    return std::nullopt;
+                    t.j, t.i, pj.diff, pj.budget, logitText(x, t.j), logitText(x, t.i)),
+        marginOf(pj));
   }
-  if (maxLlo > minHhi) {
-    ++levels.selectionDouble;
-    return beyond(iStar, jStar);
-  }
-  // Certified: every p in an MPFR interval; b is increasing in p.
-  minHlo = minHhi = std::numeric_limits<double>::infinity();
-  maxLhi = maxLlo = -minHlo;
-  for (int32_t e = 0; e < E; ++e) {
-    const auto& pe = cp.at(e);
-    const double lo = pe.range.lowerDouble(), hi = pe.range.upperDouble();
-    if (inS[e]) {
-      minHlo = std::min(minHlo, down(lo + down(b(e, lo))));
-      double Hhi = up(hi + up(b(e, hi)));
-      if (Hhi < minHhi) {
-        minHhi = Hhi;
-        iStar = e;
-      }
-    } else {
-      maxLhi = std::max(maxLhi, up(hi - down(b(e, lo))));
-      double Llo = down(lo - up(b(e, hi)));
-      if (Llo > maxLlo) {
-        maxLlo = Llo;
-        jStar = e;
-      }
-    }
-  }
-  if (maxLhi <= minHlo) {
-    ++levels.selectionCertified;
-  } else if (maxLlo > minHhi) {
-    ++levels.selectionCertified;
-    return beyond(iStar, jStar);
-  } else {
-    ++levels.selectionUndecided;
-  }
-  worstMargin = std::max(worstMargin, pairMargin(worstIn, bestOut));
+  worstMargin = std::max(worstMargin, marginOf(pairOf(t.decision, x, worstIn, bestOut, c, *dp)));
   return std::nullopt;
 }
 
@@ -575,9 +570,9 @@ Verdict judgeToken(std::span<const float> x, int32_t k, std::span<const int32_t>
             fmt::format("order: expert {} in slot {} beats expert {} in slot {} by p_j - p_i = "
                         "{:.6g}, beyond the binary32 rounding budget b_i + b_j = {:.6g} ({}, {})",
                         j, s + 1, i, s, pj.diff, pj.budget, logitText(x, j), logitText(x, i)),
-            pj.budget > 0 ? pj.diff / pj.budget : 0);
+            marginOf(pj));
       }
-      worstMargin = std::max(worstMargin, pj.budget > 0 ? pj.diff / pj.budget : 0);
+      worstMargin = std::max(worstMargin, marginOf(pj));
       accept("near-tie-order");
     }
   }
