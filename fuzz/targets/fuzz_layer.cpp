@@ -46,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       x(t, i) = std::isfinite(v) && std::fabs(v) < 64.0f ? v : 1.0f;  // keep activations finite
     }
   }
-  const RowMatrix dense = layer.forward_dense(x);
-  const RowMatrix sparse = layer.forward_sparse(x);
+  const RowMatrix dense = layer.forwardDense(x);
+  const RowMatrix sparse = layer.forwardSparse(x);
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t j = 0; j < d; ++j) {
       if (std::isfinite(dense(t, j)) && bitsOf(dense(t, j)) != bitsOf(sparse(t, j))) {
@@ -59,8 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const int64_t split = std::clamp<int64_t>(c.split, 0, T);
   if (split > 0 && split < T) {
-    const RowMatrix head = layer.forward_dense(x.topRows(split));
-    const RowMatrix tail = layer.forward_dense(x.bottomRows(T - split));
+    const RowMatrix head = layer.forwardDense(x.topRows(split));
+    const RowMatrix tail = layer.forwardDense(x.bottomRows(T - split));
     for (int64_t t = 0; t < T; ++t) {
       if (!(t < split ? sameBits(dense, head, t, t) : sameBits(dense, tail, t, t - split))) {
         propertyFailure("fuzz_layer", "batch-split", c,

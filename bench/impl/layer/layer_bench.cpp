@@ -32,12 +32,12 @@ const moe::RowMatrix& benchTokens() {
 
 // Routing included in both (it is the same small cost); the difference is the expert work.
 void BM_LayerDense(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(benchLayer().forward_dense(benchTokens()));
+  for (auto _ : state) benchmark::DoNotOptimize(benchLayer().forwardDense(benchTokens()));
   state.SetItemsProcessed(state.iterations() * kTokens);
 }
 
 void BM_LayerSparse(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(benchLayer().forward_sparse(benchTokens()));
+  for (auto _ : state) benchmark::DoNotOptimize(benchLayer().forwardSparse(benchTokens()));
   state.SetItemsProcessed(state.iterations() * kTokens);
 }
 

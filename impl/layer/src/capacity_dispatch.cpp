@@ -31,18 +31,18 @@ void checkId(std::int32_t id, std::int64_t experts, std::size_t where, const cha
 }  // namespace
 
 std::int64_t switchCapacity(std::int64_t experts, std::int64_t tokens, std::int64_t k,
-                            double capacity_factor) {
+                            double capacityFactor) {
   if (experts < 0 || tokens < 0 || k < 0) {
     throw std::invalid_argument("moe::switchCapacity: sizes must be >= 0");
   }
-  if (!std::isfinite(capacity_factor) || capacity_factor < 0) {
+  if (!std::isfinite(capacityFactor) || capacityFactor < 0) {
     throw std::invalid_argument("moe::switchCapacity: capacity factor must be finite and >= 0");
   }
   if (experts == 0) return 0;
   const std::int64_t slots = tokens * k;
-  if (capacity_factor == 1.0) return (slots + experts - 1) / experts;
+  if (capacityFactor == 1.0) return (slots + experts - 1) / experts;
   return static_cast<std::int64_t>(
-      std::ceil(capacity_factor * static_cast<double>(slots) / static_cast<double>(experts)));
+      std::ceil(capacityFactor * static_cast<double>(slots) / static_cast<double>(experts)));
 }
 
 std::vector<std::uint8_t> capacityKeeps(std::int64_t capacity, std::span<const std::int32_t> ids,
@@ -81,7 +81,7 @@ double switchBalance(std::span<const std::int32_t> ids, std::int64_t k,
   }
   if (tokens == 0) return 0.0;
   std::vector<double> routed(static_cast<std::size_t>(experts), 0.0);
-  std::vector<double> probability_sum(static_cast<std::size_t>(experts), 0.0);
+  std::vector<double> probabilitySum(static_cast<std::size_t>(experts), 0.0);
   for (std::int64_t t = 0; t < tokens; ++t) {
     if (k > 0) {
       const std::int32_t top1 = ids[static_cast<std::size_t>(t * k)];
@@ -89,7 +89,7 @@ double switchBalance(std::span<const std::int32_t> ids, std::int64_t k,
       if (top1 >= 0) routed[static_cast<std::size_t>(top1)] += 1.0;
     }
     for (std::int64_t e = 0; e < experts; ++e) {
-      probability_sum[static_cast<std::size_t>(e)] +=
+      probabilitySum[static_cast<std::size_t>(e)] +=
           probabilities[static_cast<std::size_t>(t * experts + e)];
     }
   }
@@ -97,7 +97,7 @@ double switchBalance(std::span<const std::int32_t> ids, std::int64_t k,
   double sum = 0.0;
   for (std::int64_t e = 0; e < experts; ++e) {
     sum += (routed[static_cast<std::size_t>(e)] / n) *
-           (probability_sum[static_cast<std::size_t>(e)] / n);
+           (probabilitySum[static_cast<std::size_t>(e)] / n);
   }
   return static_cast<double>(experts) * sum;
 }

@@ -38,19 +38,19 @@ RowMatrix randomMatrix(std::int64_t rows, std::int64_t cols, std::mt19937_64& rn
 
 }  // namespace
 
-Layer::Layer(RowMatrix router_weights, std::vector<SwiGluExpert> experts, std::int64_t k,
-             std::string_view router, std::int32_t router_threads)
-    : Layer(std::move(router_weights), std::move(experts), k, builtinRoute(router),
-            std::string(router), router_threads) {}
+Layer::Layer(RowMatrix routerWeights, std::vector<SwiGluExpert> experts, std::int64_t k,
+             std::string_view router, std::int32_t routerThreads)
+    : Layer(std::move(routerWeights), std::move(experts), k, builtinRoute(router),
+            std::string(router), routerThreads) {}
 
-Layer::Layer(RowMatrix router_weights, std::vector<SwiGluExpert> experts, std::int64_t k,
-             RouteFn route, std::string router_name, std::int32_t router_threads)
-    : router_weights_(std::move(router_weights)),
+Layer::Layer(RowMatrix routerWeights, std::vector<SwiGluExpert> experts, std::int64_t k,
+             RouteFn route, std::string routerName, std::int32_t routerThreads)
+    : router_weights_(std::move(routerWeights)),
       experts_(std::move(experts)),
       k_(k),
       route_(route),
-      router_name_(std::move(router_name)),
-      router_threads_(router_threads) {
+      router_name_(std::move(routerName)),
+      router_threads_(routerThreads) {
   if (route_ == nullptr) throw std::invalid_argument("moe::Layer: null route function");
   if (k_ < 0 || k_ > std::numeric_limits<std::int32_t>::max()) {
     throw std::invalid_argument("moe::Layer: k must be in [0, 2^31)");
@@ -78,7 +78,7 @@ Layer Layer::random(const LayerShape& shape, std::uint64_t seed, std::string_vie
     throw std::invalid_argument("moe::Layer::random: sizes must be >= 0");
   }
   std::mt19937_64 rng(seed);
-  RowMatrix router_weights = randomMatrix(shape.d, shape.experts, rng);
+  RowMatrix routerWeights = randomMatrix(shape.d, shape.experts, rng);
   std::vector<SwiGluExpert> experts;
   experts.reserve(static_cast<std::size_t>(shape.experts));
   for (std::int64_t e = 0; e < shape.experts; ++e) {
@@ -88,7 +88,7 @@ Layer Layer::random(const LayerShape& shape, std::uint64_t seed, std::string_vie
     expert.w2 = randomMatrix(shape.h, shape.d, rng);
     experts.push_back(std::move(expert));
   }
-  return Layer(std::move(router_weights), std::move(experts), shape.k, router);
+  return Layer(std::move(routerWeights), std::move(experts), shape.k, router);
 }
 
 void Layer::checkInput(const RowMatrix& x) const {
@@ -117,8 +117,8 @@ void Layer::checkRouting(const Routing& routing, std::int64_t tokens) const {
   for (std::int64_t t = 0; t < tokens; ++t) {
     for (std::int64_t s = 0; s < k_; ++s) {
       const std::int32_t id = routing.ids[static_cast<std::size_t>(t * k_ + s)];
-      const bool in_range = s < filled ? (id >= 0 && id < experts) : id == -1;
-      if (!in_range) {
+      const bool inRange = s < filled ? (id >= 0 && id < experts) : id == -1;
+      if (!inRange) {
         throw std::runtime_error("moe::Layer: router '" + router_name_ + "' returned id " +
                                  std::to_string(id) + " for token " + std::to_string(t) + " slot " +
                                  std::to_string(s) + " (E = " + std::to_string(experts) +
@@ -194,11 +194,11 @@ Routing Layer::routeLogits(const RowMatrix& logits) const {
   return routing;
 }
 
-RowMatrix Layer::forward_dense(const RowMatrix& x) const {
-  return forward_dense(x, route(x));
+RowMatrix Layer::forwardDense(const RowMatrix& x) const {
+  return forwardDense(x, route(x));
 }
 
-RowMatrix Layer::forward_dense(const RowMatrix& x, const Routing& routing) const {
+RowMatrix Layer::forwardDense(const RowMatrix& x, const Routing& routing) const {
   checkInput(x);
   checkRouting(routing, x.rows());
   const std::int64_t tokens = x.rows(), d = modelDim(), experts = expertCount();
@@ -212,31 +212,31 @@ RowMatrix Layer::forward_dense(const RowMatrix& x, const Routing& routing) const
     }
   }
   RowMatrix out = RowMatrix::Zero(tokens, d);
-  RowMatrix expert_out(tokens, d);
+  RowMatrix expertOut(tokens, d);
   std::vector<float> hidden;
   for (std::int64_t e = 0; e < experts; ++e) {
-    applyExpert(experts_[static_cast<std::size_t>(e)], x.data(), tokens, expert_out.data(), hidden);
+    applyExpert(experts_[static_cast<std::size_t>(e)], x.data(), tokens, expertOut.data(), hidden);
     for (std::int64_t t = 0; t < tokens; ++t) {
       const float g = gates[static_cast<std::size_t>(t * experts + e)];
       float* o = out.data() + t * d;
-      const float* y = expert_out.data() + t * d;
+      const float* y = expertOut.data() + t * d;
       for (std::int64_t c = 0; c < d; ++c) o[c] += g * y[c];
     }
   }
   return out;
 }
 
-RowMatrix Layer::forward_sparse(const RowMatrix& x) const {
-  return forward_sparse(x, route(x));
+RowMatrix Layer::forwardSparse(const RowMatrix& x) const {
+  return forwardSparse(x, route(x));
 }
 
-RowMatrix Layer::forward_sparse(const RowMatrix& x, const Routing& routing,
-                                std::span<const std::uint8_t> keep) const {
+RowMatrix Layer::forwardSparse(const RowMatrix& x, const Routing& routing,
+                               std::span<const std::uint8_t> keep) const {
   checkInput(x);
   checkRouting(routing, x.rows());
   if (!keep.empty() && keep.size() != routing.ids.size()) {
     throw std::invalid_argument(
-        "moe::Layer::forward_sparse: keep has " + std::to_string(keep.size()) +
+        "moe::Layer::forwardSparse: keep has " + std::to_string(keep.size()) +
         " entries, expected tokens*k = " + std::to_string(routing.ids.size()));
   }
   const std::int64_t tokens = x.rows(), d = modelDim(), experts = expertCount();
@@ -255,47 +255,47 @@ RowMatrix Layer::forward_sparse(const RowMatrix& x, const Routing& routing,
     start[static_cast<std::size_t>(e + 1)] += start[static_cast<std::size_t>(e)];
   }
   std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
-  std::vector<std::int64_t> group_token(static_cast<std::size_t>(start.back()));
-  std::vector<float> group_gate(group_token.size());
+  std::vector<std::int64_t> groupToken(static_cast<std::size_t>(start.back()));
+  std::vector<float> groupGate(groupToken.size());
   for (std::int64_t slot = 0; slot < tokens * k_; ++slot) {
     if (!slotRuns(slot)) continue;
     const std::size_t at = static_cast<std::size_t>(
         fill[static_cast<std::size_t>(routing.ids[static_cast<std::size_t>(slot)])]++);
-    group_token[at] = slot / k_;
-    group_gate[at] = routing.gates[static_cast<std::size_t>(slot)];
+    groupToken[at] = slot / k_;
+    groupGate[at] = routing.gates[static_cast<std::size_t>(slot)];
   }
 
   RowMatrix out = RowMatrix::Zero(tokens, d);
-  std::vector<float> group_in, group_out, hidden;
-  // Experts in index order, so each token adds its terms in the same order as forward_dense.
+  std::vector<float> groupIn, groupOut, hidden;
+  // Experts in index order, so each token adds its terms in the same order as forwardDense.
   for (std::int64_t e = 0; e < experts; ++e) {
     const std::int64_t first = start[static_cast<std::size_t>(e)];
     const std::int64_t rows = start[static_cast<std::size_t>(e + 1)] - first;
     if (rows == 0) continue;
-    group_in.resize(static_cast<std::size_t>(rows * d));
-    group_out.resize(static_cast<std::size_t>(rows * d));
+    groupIn.resize(static_cast<std::size_t>(rows * d));
+    groupOut.resize(static_cast<std::size_t>(rows * d));
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float* src = x.data() + group_token[static_cast<std::size_t>(first + r)] * d;
-      std::copy(src, src + d, group_in.data() + r * d);
+      const float* src = x.data() + groupToken[static_cast<std::size_t>(first + r)] * d;
+      std::copy(src, src + d, groupIn.data() + r * d);
     }
-    applyExpert(experts_[static_cast<std::size_t>(e)], group_in.data(), rows, group_out.data(),
+    applyExpert(experts_[static_cast<std::size_t>(e)], groupIn.data(), rows, groupOut.data(),
                 hidden);
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float g = group_gate[static_cast<std::size_t>(first + r)];
-      float* o = out.data() + group_token[static_cast<std::size_t>(first + r)] * d;
-      const float* y = group_out.data() + r * d;
+      const float g = groupGate[static_cast<std::size_t>(first + r)];
+      float* o = out.data() + groupToken[static_cast<std::size_t>(first + r)] * d;
+      const float* y = groupOut.data() + r * d;
       for (std::int64_t c = 0; c < d; ++c) o[c] += g * y[c];
     }
   }
   return out;
 }
 
-CapacityForward Layer::forward_capacity(const RowMatrix& x, const CapacityOptions& options) const {
+CapacityForward Layer::forwardCapacity(const RowMatrix& x, const CapacityOptions& options) const {
   if (options.unit_tokens <= 0) {
-    throw std::invalid_argument("moe::Layer::forward_capacity: unit_tokens must be > 0");
+    throw std::invalid_argument("moe::Layer::forwardCapacity: unit_tokens must be > 0");
   }
   if (options.capacity && *options.capacity < 0) {
-    throw std::invalid_argument("moe::Layer::forward_capacity: capacity must be >= 0");
+    throw std::invalid_argument("moe::Layer::forwardCapacity: capacity must be >= 0");
   }
   CapacityForward result;
   const RowMatrix logits = routerLogits(x);
@@ -308,16 +308,16 @@ CapacityForward Layer::forward_capacity(const RowMatrix& x, const CapacityOption
     const std::int64_t capacity = options.capacity
                                       ? *options.capacity
                                       : switchCapacity(experts, n, k_, options.capacity_factor);
-    const std::span<const std::int32_t> unit_ids(result.routing.ids.data() + t0 * k_,
-                                                 static_cast<std::size_t>(n * k_));
-    const std::vector<std::uint8_t> unit_keep = capacityKeeps(capacity, unit_ids, k_, experts);
-    std::copy(unit_keep.begin(), unit_keep.end(), result.keep.begin() + t0 * k_);
-    const std::span<const float> unit_probabilities(result.probabilities.data() + t0 * experts,
-                                                    static_cast<std::size_t>(n * experts));
+    const std::span<const std::int32_t> unitIds(result.routing.ids.data() + t0 * k_,
+                                                static_cast<std::size_t>(n * k_));
+    const std::vector<std::uint8_t> unitKeep = capacityKeeps(capacity, unitIds, k_, experts);
+    std::copy(unitKeep.begin(), unitKeep.end(), result.keep.begin() + t0 * k_);
+    const std::span<const float> unitProbabilities(result.probabilities.data() + t0 * experts,
+                                                   static_cast<std::size_t>(n * experts));
     result.unit_capacity.push_back(capacity);
-    result.unit_balance_loss.push_back(switchBalance(unit_ids, k_, unit_probabilities, experts));
+    result.unit_balance_loss.push_back(switchBalance(unitIds, k_, unitProbabilities, experts));
   }
-  result.output = forward_sparse(x, result.routing, result.keep);
+  result.output = forwardSparse(x, result.routing, result.keep);
   return result;
 }
 

@@ -102,14 +102,14 @@ TEST(LayerCapacity, SeedExampleThroughTheLayerDropsToZeroOutput) {
   const Layer layer = twoExpertLayer();
   RowMatrix x(2, 1);
   x << 1.0f, 2.0f;  // both to expert 0
-  const CapacityForward one_unit = layer.forward_capacity(x, CapacityOptions::withFactor(2));
+  const CapacityForward one_unit = layer.forwardCapacity(x, CapacityOptions::withFactor(2));
   EXPECT_EQ(one_unit.keep, (Mask{1, 0}));
   EXPECT_EQ(one_unit.unit_capacity, (std::vector<std::int64_t>{1}));
   EXPECT_NE(one_unit.output(0, 0), 0.0f);
   EXPECT_EQ(one_unit.output(1, 0), 0.0f);  // every slot dropped: output 0
-  const CapacityForward two_units = layer.forward_capacity(x, CapacityOptions::withFactor(1));
+  const CapacityForward two_units = layer.forwardCapacity(x, CapacityOptions::withFactor(1));
   EXPECT_EQ(two_units.keep, (Mask{1, 1}));
-  const RowMatrix sparse = layer.forward_sparse(x);
+  const RowMatrix sparse = layer.forwardSparse(x);
   EXPECT_EQ(two_units.output(0, 0), sparse(0, 0));
   EXPECT_EQ(two_units.output(1, 0), sparse(1, 0));
   EXPECT_EQ(two_units.output(0, 0), one_unit.output(0, 0));
@@ -121,11 +121,11 @@ TEST(LayerCapacity, SeedBalanceExampleThroughTheLayer) {
   const float x0 = static_cast<float>(std::log(3.0) / 2);
   RowMatrix x(2, 1);
   x << x0, -x0;
-  const CapacityForward one = layer.forward_capacity(x, CapacityOptions::withFactor(2));
+  const CapacityForward one = layer.forwardCapacity(x, CapacityOptions::withFactor(2));
   ASSERT_EQ(one.unit_balance_loss.size(), 1u);
   EXPECT_NEAR(one.unit_balance_loss[0], 1.0, 1e-6);
   EXPECT_NEAR(one.probabilities(0, 0), 0.75, 1e-6);
-  const CapacityForward split = layer.forward_capacity(x, CapacityOptions::withFactor(1));
+  const CapacityForward split = layer.forwardCapacity(x, CapacityOptions::withFactor(1));
   ASSERT_EQ(split.unit_balance_loss.size(), 2u);
   EXPECT_NEAR(split.unit_balance_loss[0], 1.5, 1e-6);
   EXPECT_NEAR(split.unit_balance_loss[1], 1.5, 1e-6);
@@ -134,23 +134,23 @@ TEST(LayerCapacity, SeedBalanceExampleThroughTheLayer) {
 TEST(LayerCapacity, ZeroCapacityDropsEverythingAndAFixedCapacityOverridesTheFactor) {
   const Layer layer = Layer::random({6, 6, 4, 2}, 3);
   const RowMatrix x = test::randomTokens(10, 6, 4);
-  const CapacityForward none = layer.forward_capacity(x, CapacityOptions::withCapacity(5, 0));
+  const CapacityForward none = layer.forwardCapacity(x, CapacityOptions::withCapacity(5, 0));
   EXPECT_EQ(none.keep, Mask(20, 0));
   EXPECT_TRUE(none.output.isZero(0));
-  const CapacityForward all = layer.forward_capacity(x, CapacityOptions::withCapacity(5, 5));
+  const CapacityForward all = layer.forwardCapacity(x, CapacityOptions::withCapacity(5, 5));
   EXPECT_EQ(all.keep, Mask(20, 1));
-  const RowMatrix sparse = layer.forward_sparse(x);
+  const RowMatrix sparse = layer.forwardSparse(x);
   // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bit-identical output is the claim
   EXPECT_EQ(std::memcmp(all.output.data(), sparse.data(), sizeof(float) * 60), 0);
-  EXPECT_THROW(layer.forward_capacity(x, CapacityOptions::withFactor(0)), std::invalid_argument);
-  EXPECT_THROW(layer.forward_capacity(x, CapacityOptions::withCapacity(2, -1)),
+  EXPECT_THROW(layer.forwardCapacity(x, CapacityOptions::withFactor(0)), std::invalid_argument);
+  EXPECT_THROW(layer.forwardCapacity(x, CapacityOptions::withCapacity(2, -1)),
                std::invalid_argument);
 }
 
 TEST(LayerCapacity, DroppedSlotsContributeNothingAndKeptGatesAreNotRenormalised) {
   const Layer layer = Layer::random({6, 6, 4, 2}, 8);
   const RowMatrix x = test::randomTokens(12, 6, 9);
-  const CapacityForward forward = layer.forward_capacity(x, CapacityOptions::withCapacity(6, 1));
+  const CapacityForward forward = layer.forwardCapacity(x, CapacityOptions::withCapacity(6, 1));
   // Replay: zero the gates of dropped slots and compare with the double reference.
   Routing kept_only = forward.routing;
   for (std::size_t s = 0; s < kept_only.gates.size(); ++s) {
@@ -173,12 +173,12 @@ TEST(LayerCapacity, EachUnitIsIndependentOfTheRestOfTheBatch) {
   const std::int64_t tokens = 40, unit = 8, d = 8;
   const RowMatrix x = test::randomTokens(tokens, d, 13);
   const CapacityOptions options = CapacityOptions::withFactor(unit, 1.0);
-  const CapacityForward full = layer.forward_capacity(x, options);
+  const CapacityForward full = layer.forwardCapacity(x, options);
   ASSERT_EQ(full.unit_balance_loss.size(), 5u);
   for (std::int64_t split : {8, 16, 24, 32}) {
-    const CapacityForward head = layer.forward_capacity(RowMatrix(x.topRows(split)), options);
+    const CapacityForward head = layer.forwardCapacity(RowMatrix(x.topRows(split)), options);
     const CapacityForward tail =
-        layer.forward_capacity(RowMatrix(x.bottomRows(tokens - split)), options);
+        layer.forwardCapacity(RowMatrix(x.bottomRows(tokens - split)), options);
     Mask keep = head.keep;
     keep.insert(keep.end(), tail.keep.begin(), tail.keep.end());
     EXPECT_EQ(keep, full.keep) << "split " << split;
@@ -192,7 +192,7 @@ TEST(LayerCapacity, EachUnitIsIndependentOfTheRestOfTheBatch) {
         << "split " << split;
   }
   // A shorter last unit is a unit of its own size: 40 = 3 * 12 + 4.
-  const CapacityForward ragged = layer.forward_capacity(x, CapacityOptions::withFactor(12));
+  const CapacityForward ragged = layer.forwardCapacity(x, CapacityOptions::withFactor(12));
   EXPECT_EQ(ragged.unit_capacity,
             (std::vector<std::int64_t>{switchCapacity(4, 12, 2), switchCapacity(4, 12, 2),
                                        switchCapacity(4, 12, 2), switchCapacity(4, 4, 2)}));

@@ -41,11 +41,11 @@ TEST_P(DenseSparseAgree, ExactlyAndWithinFloatToleranceOfDoubleReference) {
   const Layer layer = Layer::random({s.d, s.h, s.experts, s.k}, /*seed=*/s.experts * 31 + s.k);
   const RowMatrix x = randomTokens(s.tokens, s.d, /*seed=*/s.tokens);
   const Routing routing = layer.route(x);
-  const RowMatrix dense = layer.forward_dense(x, routing);
-  const RowMatrix sparse = layer.forward_sparse(x, routing);
+  const RowMatrix dense = layer.forwardDense(x, routing);
+  const RowMatrix sparse = layer.forwardSparse(x, routing);
   // The routing-taking overloads must be what the one-argument ones do.
-  ASSERT_TRUE(sameBits(dense.data(), layer.forward_dense(x).data(), dense.size()));
-  ASSERT_TRUE(sameBits(sparse.data(), layer.forward_sparse(x).data(), sparse.size()));
+  ASSERT_TRUE(sameBits(dense.data(), layer.forwardDense(x).data(), dense.size()));
+  ASSERT_TRUE(sameBits(sparse.data(), layer.forwardSparse(x).data(), sparse.size()));
   const std::vector<double> reference = referenceForward(layer, x, routing);
   const double tolerance = floatTolerance(layer);
   for (std::int64_t i = 0; i < dense.size(); ++i) {
@@ -100,8 +100,8 @@ TEST(LayerRouting, EveryBuiltInRouterGivesAgreeingDenseAndSparse) {
         }(),
         2, router.name);
     const Routing routing = layer.route(x);
-    const RowMatrix dense = layer.forward_dense(x, routing);
-    const RowMatrix sparse = layer.forward_sparse(x, routing);
+    const RowMatrix dense = layer.forwardDense(x, routing);
+    const RowMatrix sparse = layer.forwardSparse(x, routing);
     for (std::int64_t i = 0; i < dense.size(); ++i) {
       ASSERT_EQ(dense.data()[i], sparse.data()[i]) << router.name << " element " << i;
     }
@@ -112,24 +112,24 @@ TEST(LayerBatchInvariance, SparseOutputOfATokenIsBitwiseTheSameInAnyBatch) {
   const Layer layer = Layer::random({12, 20, 8, 2}, /*seed=*/21);
   const std::int64_t tokens = 23, d = layer.modelDim();
   const RowMatrix x = randomTokens(tokens, d, /*seed=*/99);
-  const RowMatrix full = layer.forward_sparse(x);
+  const RowMatrix full = layer.forwardSparse(x);
   // Each token alone (a batch of 1 takes the unblocked row path of the products).
   for (std::int64_t t = 0; t < tokens; ++t) {
-    const RowMatrix alone = layer.forward_sparse(RowMatrix(x.row(t)));
+    const RowMatrix alone = layer.forwardSparse(RowMatrix(x.row(t)));
     ASSERT_TRUE(sameBits(alone.data(), full.data() + t * d, d)) << "token " << t << " alone";
   }
   // The batch reversed: every token moves to another position and another row block.
   RowMatrix reversed(tokens, d);
   for (std::int64_t t = 0; t < tokens; ++t) reversed.row(t) = x.row(tokens - 1 - t);
-  const RowMatrix reversed_out = layer.forward_sparse(reversed);
+  const RowMatrix reversed_out = layer.forwardSparse(reversed);
   for (std::int64_t t = 0; t < tokens; ++t) {
     ASSERT_TRUE(sameBits(reversed_out.data() + (tokens - 1 - t) * d, full.data() + t * d, d))
         << "token " << t << " reversed";
   }
   // The batch split at several places, each part on its own.
   for (std::int64_t split : {1, 3, 4, 5, 11, 22}) {
-    const RowMatrix head = layer.forward_sparse(RowMatrix(x.topRows(split)));
-    const RowMatrix tail = layer.forward_sparse(RowMatrix(x.bottomRows(tokens - split)));
+    const RowMatrix head = layer.forwardSparse(RowMatrix(x.topRows(split)));
+    const RowMatrix tail = layer.forwardSparse(RowMatrix(x.bottomRows(tokens - split)));
     ASSERT_TRUE(sameBits(head.data(), full.data(), split * d)) << "split " << split;
     ASSERT_TRUE(sameBits(tail.data(), full.data() + split * d, (tokens - split) * d))
         << "split " << split;
@@ -141,17 +141,17 @@ TEST(LayerBatchInvariance, DuplicatedTokensGetIdenticalOutputs) {
   RowMatrix x(9, 8);
   const RowMatrix one = randomTokens(1, 8, /*seed=*/5);
   for (std::int64_t t = 0; t < 9; ++t) x.row(t) = one.row(0);
-  const RowMatrix out = layer.forward_sparse(x);
+  const RowMatrix out = layer.forwardSparse(x);
   for (std::int64_t t = 1; t < 9; ++t) ASSERT_TRUE(sameBits(out.data(), out.data() + t * 8, 8));
 }
 
 TEST(LayerEdgeShapes, NoTokensNoExpertsAndKZero) {
   const Layer layer = Layer::random({4, 4, 3, 2}, 1);
-  EXPECT_EQ(layer.forward_sparse(RowMatrix(0, 4)).rows(), 0);
+  EXPECT_EQ(layer.forwardSparse(RowMatrix(0, 4)).rows(), 0);
   const Layer no_slots = Layer::random({4, 4, 3, 0}, 1);
   const RowMatrix x = randomTokens(3, 4, 2);
-  EXPECT_TRUE(no_slots.forward_dense(x).isZero(0));
-  EXPECT_TRUE(no_slots.forward_sparse(x).isZero(0));
+  EXPECT_TRUE(no_slots.forwardDense(x).isZero(0));
+  EXPECT_TRUE(no_slots.forwardSparse(x).isZero(0));
   // k > E fills min(k, E) slots; the rest are empty and contribute nothing.
   const Layer wide = Layer::random({4, 4, 3, 5}, 1);
   const Routing routing = wide.route(x);
@@ -159,14 +159,14 @@ TEST(LayerEdgeShapes, NoTokensNoExpertsAndKZero) {
     EXPECT_EQ(routing.ids[static_cast<std::size_t>(t * 5 + 3)], -1);
     EXPECT_EQ(routing.ids[static_cast<std::size_t>(t * 5 + 4)], -1);
   }
-  const RowMatrix dense = wide.forward_dense(x, routing), sparse = wide.forward_sparse(x, routing);
+  const RowMatrix dense = wide.forwardDense(x, routing), sparse = wide.forwardSparse(x, routing);
   for (std::int64_t i = 0; i < dense.size(); ++i) EXPECT_EQ(dense.data()[i], sparse.data()[i]);
 }
 
 TEST(LayerRejects, BadShapesRoutersAndRoutings) {
   const Layer layer = Layer::random({4, 4, 3, 2}, 1);
-  EXPECT_THROW(layer.forward_sparse(RowMatrix(2, 5)), std::invalid_argument);
-  EXPECT_THROW(layer.forward_dense(RowMatrix(2, 3)), std::invalid_argument);
+  EXPECT_THROW(layer.forwardSparse(RowMatrix(2, 5)), std::invalid_argument);
+  EXPECT_THROW(layer.forwardDense(RowMatrix(2, 3)), std::invalid_argument);
   EXPECT_THROW(Layer::random({4, 4, 3, 2}, 1, "no-such-router"), std::invalid_argument);
   EXPECT_THROW(Layer::random({-1, 4, 3, 2}, 1), std::invalid_argument);
   EXPECT_THROW(Layer(RowMatrix(4, 2), {}, 1), std::invalid_argument);       // 2 columns, 0 experts
@@ -174,12 +174,12 @@ TEST(LayerRejects, BadShapesRoutersAndRoutings) {
   const RowMatrix x = randomTokens(2, 4, 1);
   Routing routing = layer.route(x);
   routing.ids[1] = routing.ids[0];  // a repeated expert
-  EXPECT_THROW(layer.forward_sparse(x, routing), std::runtime_error);
+  EXPECT_THROW(layer.forwardSparse(x, routing), std::runtime_error);
   routing.ids[1] = 3;  // out of range for E = 3
-  EXPECT_THROW(layer.forward_dense(x, routing), std::runtime_error);
+  EXPECT_THROW(layer.forwardDense(x, routing), std::runtime_error);
   routing = layer.route(x);
   const std::vector<std::uint8_t> short_keep(1, 1);
-  EXPECT_THROW(layer.forward_sparse(x, routing, short_keep), std::invalid_argument);
+  EXPECT_THROW(layer.forwardSparse(x, routing, short_keep), std::invalid_argument);
 }
 
 // A router that breaks the ABI: the layer must refuse its output, not index with it.
@@ -202,9 +202,9 @@ TEST(LayerRejects, RouterOutputOutOfRangeOrAFailureStatus) {
   for (std::int64_t e = 0; e < 3; ++e) experts.push_back(base.expert(e));
   const RowMatrix x = randomTokens(2, 4, 1);
   const Layer broken(base.routerWeights(), experts, 2, &brokenRouter, "broken");
-  EXPECT_THROW(broken.forward_sparse(x), std::runtime_error);
+  EXPECT_THROW(broken.forwardSparse(x), std::runtime_error);
   const Layer failing(base.routerWeights(), experts, 2, &failingRouter, "failing");
-  EXPECT_THROW(failing.forward_dense(x), std::runtime_error);
+  EXPECT_THROW(failing.forwardDense(x), std::runtime_error);
 }
 
 }  // namespace

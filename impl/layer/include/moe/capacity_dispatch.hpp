@@ -19,7 +19,7 @@ namespace moe {
 /// product is evaluated in double before the ceiling. experts = 0 gives 0 (Lean's n / 0).
 /// Throws std::invalid_argument for negative sizes or a factor that is negative or not finite.
 std::int64_t switchCapacity(std::int64_t experts, std::int64_t tokens, std::int64_t k = 1,
-                            double capacity_factor = 1.0);
+                            double capacityFactor = 1.0);
 
 /// Keep mask of one unit (Lean's capacityKeeps, generalised to k slots per token):
 /// `ids` holds tokens*k expert ids, token-major (slot s of token t at t*k + s), -1 for an

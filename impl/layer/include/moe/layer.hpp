@@ -6,7 +6,7 @@
 // function with the moe_route_v1 shape, so a user's kernel routes the layer too.
 //
 // Guarantees (tested in tests/impl/layer):
-// - forward_dense and forward_sparse use the same ids and gates; each token's expert outputs
+// - forwardDense and forwardSparse use the same ids and gates; each token's expert outputs
 //   are bitwise the same in both, and both add g_e * expert_e(x) in expert index order, so
 //   they agree exactly (==) wherever every value is finite.
 // - Bitwise batch invariance: a token's logits, routing (given a batch-invariant router) and
@@ -44,17 +44,17 @@ struct CapacityOptions {
   /// A fixed capacity per expert per unit, overriding the factor.
   std::optional<std::int64_t> capacity;
 
-  /// Units of `unit_tokens`, capacity ceil(factor * n_unit * k / E).
-  static CapacityOptions withFactor(std::int64_t unit_tokens, double factor = 1.0) {
-    return CapacityOptions{unit_tokens, factor, std::nullopt};
+  /// Units of `unitTokens`, capacity ceil(factor * n_unit * k / E).
+  static CapacityOptions withFactor(std::int64_t unitTokens, double factor = 1.0) {
+    return CapacityOptions{unitTokens, factor, std::nullopt};
   }
-  /// Units of `unit_tokens`, the same fixed capacity for every expert of every unit.
-  static CapacityOptions withCapacity(std::int64_t unit_tokens, std::int64_t capacity) {
-    return CapacityOptions{unit_tokens, 1.0, capacity};
+  /// Units of `unitTokens`, the same fixed capacity for every expert of every unit.
+  static CapacityOptions withCapacity(std::int64_t unitTokens, std::int64_t capacity) {
+    return CapacityOptions{unitTokens, 1.0, capacity};
   }
 };
 
-/// Everything forward_capacity computed, so a checker can replay each step.
+/// Everything forwardCapacity computed, so a checker can replay each step.
 struct CapacityForward {
   RowMatrix output;                         ///< T x d
   Routing routing;                          ///< before any drop
@@ -75,14 +75,14 @@ struct LayerShape {
 class Layer {
  public:
   /// Routes with the project's router of this name; throws std::invalid_argument if no such
-  /// router is built in or this CPU cannot run it. `router_threads` is passed to the router
+  /// router is built in or this CPU cannot run it. `routerThreads` is passed to the router
   /// (0 = all cores).
-  Layer(RowMatrix router_weights, std::vector<SwiGluExpert> experts, std::int64_t k,
-        std::string_view router = "auto-probs", std::int32_t router_threads = 1);
+  Layer(RowMatrix routerWeights, std::vector<SwiGluExpert> experts, std::int64_t k,
+        std::string_view router = "auto-probs", std::int32_t routerThreads = 1);
 
   /// Routes with any function of the RouteFn shape (a user's kernel, the CUDA router, ...).
-  Layer(RowMatrix router_weights, std::vector<SwiGluExpert> experts, std::int64_t k, RouteFn route,
-        std::string router_name, std::int32_t router_threads = 1);
+  Layer(RowMatrix routerWeights, std::vector<SwiGluExpert> experts, std::int64_t k, RouteFn route,
+        std::string routerName, std::int32_t routerThreads = 1);
 
   /// Weights drawn uniformly from [-1/sqrt(fan_in), 1/sqrt(fan_in)] with a fixed seed.
   static Layer random(const LayerShape& shape, std::uint64_t seed,
@@ -111,20 +111,20 @@ class Layer {
 
   /// Dense: every expert runs on every token; out = sum over e in index order of
   /// g_e * expert_e(x), g_e = 0 for experts not kept (forwardSpec).
-  RowMatrix forward_dense(const RowMatrix& x) const;
-  RowMatrix forward_dense(const RowMatrix& x, const Routing& routing) const;
+  RowMatrix forwardDense(const RowMatrix& x) const;
+  RowMatrix forwardDense(const RowMatrix& x, const Routing& routing) const;
 
   /// Sparse: tokens grouped by expert, one product per expert group, then combined in
   /// expert index order (sparseForwardSpec). With `keep` (T*k, as from capacityKeeps), a
   /// slot with keep = 0 contributes nothing; the other gates are NOT renormalised, and a
   /// token whose every slot is dropped outputs 0 (adding the residual is the caller's job).
-  RowMatrix forward_sparse(const RowMatrix& x) const;
-  RowMatrix forward_sparse(const RowMatrix& x, const Routing& routing,
-                           std::span<const std::uint8_t> keep = {}) const;
+  RowMatrix forwardSparse(const RowMatrix& x) const;
+  RowMatrix forwardSparse(const RowMatrix& x, const Routing& routing,
+                          std::span<const std::uint8_t> keep = {}) const;
 
   /// Routes, applies the capacity per work unit, runs the sparse forward on the kept slots,
   /// and computes each unit's balancing loss.
-  CapacityForward forward_capacity(const RowMatrix& x, const CapacityOptions& options) const;
+  CapacityForward forwardCapacity(const RowMatrix& x, const CapacityOptions& options) const;
 
  private:
   void checkInput(const RowMatrix& x) const;

@@ -14,7 +14,7 @@ namespace moe {
 /// Y (rows x n_out) = X (rows x n_in) * W (n_in x n_out); all three dense row-major.
 /// Y[r][j] = ((0 + X[r][0] W[0][j]) + X[r][1] W[1][j]) + ... in index order, exactly,
 /// so the result of row r does not depend on the other rows or on `rows`.
-void rowMajorProduct(const float* x, std::int64_t rows, std::int64_t n_in, const float* w,
-                     std::int64_t n_out, float* y);
+void rowMajorProduct(const float* x, std::int64_t rows, std::int64_t nIn, const float* w,
+                     std::int64_t nOut, float* y);
 
 }  // namespace moe
