@@ -10,6 +10,9 @@
 // through the exp, and for softmax the order of its sum); rows that do not fit the fast
 // paths (unaligned groups, more candidates than a vector, k past half a vector) take the
 // scalar steps, which decide as the spec does. Tokens go four at a time, step by step.
+// On AVX-512, sigmoid rows of E >= 32 are first screened with a cheap estimate of the
+// sigmoid: only the experts that can still be kept get the exact one (DecideScreened),
+// and the result is the same bit for bit.
 // Orders of summation depend only on the parameters and the target, so a token's result
 // is bitwise independent of its batch.
 #include <cmath>
@@ -29,6 +32,7 @@
 #include "family_select.hpp"
 #include "fast_exp-inl.h"
 #include "moe/detail/route_kernels.hpp"
+#include "sigmoid_estimate-inl.h"
 #include "topk_select.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -267,6 +271,15 @@ HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& ne
 #define MOE_GROUP_NETWORK 0
 #endif
 
+// The screened sigmoid rows (EstimateKeys, ScreenCandidates, DecideScreened) need the
+// estimate and the group network.
+#undef MOE_FAMILY_SCREEN
+#if MOE_SIGMOID_ESTIMATE && MOE_GROUP_NETWORK
+#define MOE_FAMILY_SCREEN 1
+#else
+#define MOE_FAMILY_SCREEN 0
+#endif
+
 // rotations[r * lanes + i] = (i + r) mod lanes: lane i meets lane i + r.
 struct Rotations {
   HWY_ALIGN int32_t lanes[kMaxLanes * kMaxLanes];
@@ -314,6 +327,9 @@ HWY_INLINE void KeepGroupsVector(D d, const FamilyParams& p, FamilyScratch& scra
   for (int32_t j = 0; j < p.topkGroups; ++j) scratch.keptGroups[j] = list[j];  // no memmove call
 }
 
+// The most vectors a row's eligible experts may span for the fast selections (E <= 1024).
+constexpr int32_t kMaxVectors = 64;
+
 // Fast selection of the kk best keys among the eligible experts, whose vectors start at
 // starts[0..count) (each `span` long, the last clipped to n): every kept key is >= T, a
 // value that at least kk eligible keys reach, so only keys >= T are ranked (typically
@@ -358,7 +374,6 @@ HWY_INLINE bool SelectFast(D d, const float* c, int32_t n, const int32_t* starts
   // compressed, then moved to lanes [found, found + passing) (a store of each piece and a
   // reload of the whole stalled on store forwarding). First every vector's count and where
   // its piece starts (a short scalar chain), then the pieces, independent of one another.
-  constexpr int32_t kMaxVectors = 64;
   int32_t pieceStart[kMaxVectors + 1];
   auto countPassing = [&](V vt) {  // the candidates' count, or lanes + 1 for too many
     int32_t vectors = 0;
@@ -449,7 +464,11 @@ struct RowsSetup {
 #if MOE_GROUP_NETWORK
   std::optional<GroupNetwork> network;
 #endif
-  RowsSetup(D d, const FamilyParams& p)
+  // The screened sigmoid rows (DecideScreened): whether they apply, and delta, a bound on
+  // |estimated key - key| with room for one rounding of a threshold.
+  bool screen = false;
+  float delta = 0.0f;
+  RowsSetup(D d, const FamilyParams& p, bool allowScreen)
       : lanes(static_cast<int32_t>(hn::Lanes(d))),
         kk(p.keptCount()),
         size(p.groupSize()),
@@ -462,7 +481,38 @@ struct RowsSetup {
 #if MOE_GROUP_NETWORK
     if (alignedGroups && p.groups <= 16) network.emplace(p.groups);
 #endif
+#if MOE_FAMILY_SCREEN
+    if (allowScreen) setUpScreen(p);
+#else
+    (void)allowScreen;
+#endif
   }
+
+#if MOE_FAMILY_SCREEN
+  // c = fl(s + b) and the estimate fl(s~ + b) differ by at most kSigmoidEstimateError and
+  // the two roundings, each at most 2^-24 (1 + B + error) with B = max |b|; 2^-21 (2 + B)
+  // covers them and the rounding of a threshold t - 2 delta (|t| <= 1 + B + 2 delta). A
+  // large bias makes the screen coarse: past 1/64 it would seldom decide, so it is off.
+  void setUpScreen(const FamilyParams& p) {
+    // Below two vectors, or for the argmax (k = 1: SelectFast's one pass), the exact rows
+    // are as fast: measured at E = 16 and at Llama 4's E = 128, k = 1.
+    if (!p.sigmoid || p.experts < 32 || p.experts % 16 != 0 || p.experts / 16 > kMaxVectors ||
+        kk < 2 || 2 * kk > 16) {
+      return;
+    }
+    if (p.groups > 1 && !network) return;
+    double maxBias = 0.0;
+    if (p.bias != nullptr) {
+      for (int32_t e = 0; e < p.experts; ++e) {
+        maxBias = std::max(maxBias, std::fabs(double(p.bias[e])));
+      }
+    }
+    const double bound = double(kSigmoidEstimateError) + std::ldexp(2.0 + maxBias, -21);
+    if (!(bound < 1.0 / 64)) return;  // also a NaN or infinite bias
+    delta = std::nextafter(static_cast<float>(bound), 1.0f);
+    screen = true;
+  }
+#endif
 };
 
 // The kept groups of a row with groups (no NaN key) into scratch.keptGroups; false when a
@@ -537,21 +587,252 @@ HWY_INLINE void SelectAndWrite(D d, const FamilyParams& p, const RowsSetup& setu
   }
 }
 
+#if MOE_FAMILY_SCREEN
+// Sigmoid rows decided on estimated keys (sigmoid_estimate-inl.h), exactly as the kernel's
+// own keys decide them: the estimate is within delta of each key, so
+//   - the kept groups are the estimate's when its smallest kept group score exceeds its
+//     largest other by more than 8 delta (a group score, max or top-2 sum, moves by at most
+//     2 delta and its sum's rounding, less than delta more);
+//   - every expert the keys keep has an estimated key within 2 delta of the kk-th
+//     estimated (kk estimated keys reach it, so the kk-th key is at most delta below it).
+// Those candidates (kk and the near-ties, at most a vector) get the exact sigmoid and keys
+// and are ranked as SelectFast ranks. The result is the exact rows' bit for bit; a row
+// the screen cannot decide (a NaN estimate, groups too close to call, too many
+// candidates) goes to them. Rows go in blocks, step by step, as Rows does; E is a
+// multiple of 16 and the eligible experts whole vectors.
+struct Screened {
+  bool ok;
+  int32_t blocks;                   // eligible vectors
+  int32_t blockStart[kMaxVectors];  // the first expert of each
+  float threshold;                  // candidates: estimated keys at or above it
+  int32_t found;                    // how many
+  int32_t pieceStart[kMaxVectors];  // where each vector's candidates go among them
+};
+
+// Step 1: the estimated keys into scratch.keys; false on a NaN. Also prefetches the row
+// `ahead` floats on (the rows of the next block).
+HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead,
+                             FamilyScratch& scratch) {
+  float* est = scratch.keys.data();
+  const auto next = reinterpret_cast<uintptr_t>(x) + ahead * sizeof(float);
+  __mmask16 nan = 0;
+  for (int32_t b = 0; b < p.experts; b += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(next + size_t(b) * sizeof(float)), _MM_HINT_T0);
+    __m512 c = SigmoidEstimate(_mm512_loadu_ps(x + b));
+    if (p.bias != nullptr) c = _mm512_add_ps(c, _mm512_loadu_ps(p.bias + b));
+    nan |= _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+    _mm512_storeu_ps(est + b, c);
+  }
+  return nan == 0;
+}
+
+// The eligible estimated keys at or above t: their count, and where each vector's go.
+HWY_INLINE int32_t CountScreened(const float* est, float t, Screened& r) {
+  const __m512 vt = _mm512_set1_ps(t);
+  int32_t at = 0;
+  for (int32_t i = 0; i < r.blocks; ++i) {
+    const __mmask16 pass =
+        _mm512_cmp_ps_mask(_mm512_loadu_ps(est + r.blockStart[i]), vt, _CMP_GE_OQ);
+    r.pieceStart[i] = at;
+    at += _mm_popcnt_u32(pass);
+  }
+  r.threshold = t;
+  r.found = at;
+  return at;
+}
+
+// Step 2: the kept groups, when the estimate decides them, and the eligible vectors; then
+// the candidates' threshold and count. False when the screen cannot decide.
+HWY_INLINE bool ScreenCandidates(D d, const FamilyParams& p, const RowsSetup& setup,
+                                 FamilyScratch& scratch, Screened& r) {
+  const float* est = scratch.keys.data();
+  float floor = std::numeric_limits<float>::quiet_NaN();
+  if (p.groups > 1) {
+    // The group scores and seconds (lane g: group g), as GroupScoresNetwork computes them,
+    // kept in registers; each group ranked by the groups that beat it, as
+    // KeepGroupsVector ranks them.
+    const GroupNetwork& net = *setup.network;
+    Top2 v[16];
+    for (int32_t g = 0; g < p.groups; ++g) {
+      const float* cg = est + int64_t{g} * setup.size;
+      __m512 m1 = _mm512_loadu_ps(cg);
+      __m512 m2 = _mm512_set1_ps(kNegInf);
+      for (int32_t b = 16; b < setup.size; b += 16) {
+        const __m512 x = _mm512_loadu_ps(cg + b);
+        m2 = _mm512_max_ps(m2, _mm512_min_ps(m1, x));
+        m1 = _mm512_max_ps(m1, x);
+      }
+      v[g] = {m1, m2};
+    }
+    const Top2 top = ReduceGroups<false>(v, p.groups);
+    const __m512 score =
+        p.top2Sum ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), top.m1), top.m2) : top.m1;
+    const __m512i order = _mm512_load_si512(net.laneOf);
+    const auto valid = static_cast<__mmask16>((1u << p.groups) - 1);
+    const __m512 gs =
+        _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), valid, _mm512_permutexvar_ps(order, score));
+    const __m512 second = _mm512_permutexvar_ps(order, top.m2);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i rank = _mm512_setzero_si512();
+    for (int32_t j = 0; j < p.groups; ++j) {
+      const __m512 other = _mm512_permutexvar_ps(_mm512_set1_epi32(j), gs);
+      const __mmask16 later = _mm512_cmpgt_epi32_mask(lane, _mm512_set1_epi32(j));
+      const __mmask16 beats = _mm512_cmp_ps_mask(other, gs, _CMP_GT_OQ) |
+                              (later & _mm512_cmp_ps_mask(other, gs, _CMP_EQ_OQ));
+      rank = _mm512_mask_add_epi32(rank, beats, rank, _mm512_set1_epi32(1));
+    }
+    // The kept groups' smallest score (rank topk - 1) against the others' largest (rank
+    // topk; none when every group is kept).
+    const __mmask16 kept = valid & _mm512_cmplt_epi32_mask(rank, _mm512_set1_epi32(p.topkGroups));
+    const float minKept = _mm512_cvtss_f32(_mm512_maskz_compress_ps(
+        _mm512_cmpeq_epi32_mask(rank, _mm512_set1_epi32(p.topkGroups - 1)), gs));
+    const float maxOther =
+        p.topkGroups < p.groups
+            ? _mm512_cvtss_f32(_mm512_maskz_compress_ps(
+                  _mm512_cmpeq_epi32_mask(rank, _mm512_set1_epi32(p.topkGroups)), gs))
+            : kNegInf;
+    if (!(minKept - maxOther > 8 * setup.delta)) return false;
+    HWY_ALIGN int32_t keptList[16];
+    _mm512_store_si512(keptList, _mm512_maskz_compress_epi32(kept, lane));
+    const int32_t perGroup = setup.size / 16;
+    r.blocks = 0;
+    for (int32_t j = 0; j < p.topkGroups; ++j) {
+      for (int32_t b = 0; b < perGroup; ++b) {
+        r.blockStart[r.blocks++] = keptList[j] * setup.size + 16 * b;
+      }
+    }
+    // Two estimated keys of each kept group reach its second: a threshold when that
+    // makes kk.
+    if (2 * p.topkGroups >= setup.kk) floor = _mm512_mask_reduce_min_ps(kept, second);
+  } else {
+    r.blocks = p.experts / 16;
+    for (int32_t i = 0; i < r.blocks; ++i) r.blockStart[i] = 16 * i;
+  }
+  const float margin = 2 * setup.delta;
+  if (floor == floor && CountScreened(est, floor - margin, r) <= 16) return true;
+  __m512 laneMax = _mm512_set1_ps(kNegInf);
+  for (int32_t i = 0; i < r.blocks; ++i) {
+    laneMax = _mm512_max_ps(laneMax, _mm512_loadu_ps(est + r.blockStart[i]));
+  }
+  const float t = setup.kk == 1 ? _mm512_reduce_max_ps(laneMax)
+                                : KthLargestLane(d, V{laneMax}, setup.kk, setup.rot);
+  return CountScreened(est, t - margin, r) <= 16;
+}
+
+// Step 3: the candidates' experts in index order in lanes [0, found), each vector's
+// compressed and moved up to its place (every eligible vector, those without candidates
+// too: a branch on it is mispredicted half the time), their logits and biases gathered;
+// then their exact scores and keys (as ScoresAndKeys computes them), ranked as
+// KeepBestCandidates ranks, and the row written as writeFamilyGatesWithTotal writes it.
+HWY_INLINE void DecideScreened(D d, const FamilyParams& p, const RowsSetup& setup, const float* x,
+                               const FamilyScratch& scratch, const Screened& r, int32_t* rowIds,
+                               float* rowGates) {
+  const float* est = scratch.keys.data();
+  const __m512 vt = _mm512_set1_ps(r.threshold);
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  __m512 vx = _mm512_setzero_ps();
+  __m512 vb = _mm512_setzero_ps();
+  __m512i vid = _mm512_setzero_si512();
+  for (int32_t i = 0; i < r.blocks; ++i) {
+    const int32_t b = r.blockStart[i];
+    const int32_t at = r.pieceStart[i];
+    const __mmask16 pass = _mm512_cmp_ps_mask(_mm512_loadu_ps(est + b), vt, _CMP_GE_OQ);
+    const __m512i from =
+        _mm512_and_si512(_mm512_sub_epi32(lane, _mm512_set1_epi32(at)), _mm512_set1_epi32(15));
+    const auto place = static_cast<__mmask16>(((1u << _mm_popcnt_u32(pass)) - 1) << at);
+    vid = _mm512_mask_permutexvar_epi32(
+        vid, place, from,
+        _mm512_maskz_compress_epi32(pass, _mm512_add_epi32(lane, _mm512_set1_epi32(b))));
+  }
+  const auto live = static_cast<__mmask16>((1u << r.found) - 1);
+  vx = _mm512_mask_i32gather_ps(vx, live, vid, x, 4);
+  if (p.bias != nullptr) vb = _mm512_mask_i32gather_ps(vb, live, vid, p.bias, 4);
+  const __m512 sc = Sigmoid(d, V{vx}).raw;
+  const __m512 key = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live,
+                                        p.bias != nullptr ? _mm512_add_ps(sc, vb) : sc);
+  // Rank each candidate: how many beat it (a greater key, or an equal key and a lower
+  // index; candidates are in index order); lanes past found rank found or more.
+  __m512i rank = _mm512_setzero_si512();
+  for (int32_t j = 0; j < r.found; ++j) {
+    const __m512 other = _mm512_permutexvar_ps(_mm512_set1_epi32(j), key);
+    const __mmask16 later = _mm512_cmpgt_epi32_mask(lane, _mm512_set1_epi32(j));
+    const __mmask16 beats = _mm512_cmp_ps_mask(other, key, _CMP_GT_OQ) |
+                            (later & _mm512_cmp_ps_mask(other, key, _CMP_EQ_OQ));
+    rank = _mm512_mask_add_epi32(rank, beats, rank, _mm512_set1_epi32(1));
+  }
+  const int32_t kk = setup.kk;
+  float total = 0.0f;
+  if (p.renormalize) {  // the kept scores in index order, from 0, as the spec sums them
+    HWY_ALIGN float byIndex[16];
+    _mm512_store_ps(byIndex, _mm512_maskz_compress_ps(
+                                 _mm512_cmplt_epi32_mask(rank, _mm512_set1_epi32(kk)), sc));
+    for (int32_t j = 0; j < kk; ++j) total += byIndex[j];
+  }
+  HWY_ALIGN float candScores[16];
+  HWY_ALIGN int32_t candIds[16];
+  HWY_ALIGN float slotScores[16] = {};
+  _mm512_store_ps(candScores, sc);
+  _mm512_store_si512(candIds, vid);
+  for (int32_t slot = 0; slot < kk; ++slot) {
+    const auto i =
+        static_cast<int32_t>(__builtin_ctz(_mm512_cmpeq_epi32_mask(rank, _mm512_set1_epi32(slot))));
+    rowIds[slot] = candIds[i];
+    slotScores[slot] = candScores[i];
+  }
+  // (s / total) * scale or s * scale, lane by lane as the scalar loop rounds.
+  __m512 w = _mm512_load_ps(slotScores);
+  if (p.renormalize) w = _mm512_div_ps(w, _mm512_set1_ps(total));
+  _mm512_mask_storeu_ps(rowGates, static_cast<__mmask16>((1u << kk) - 1),
+                        _mm512_mul_ps(w, _mm512_set1_ps(p.scale)));
+  clearEmptySlots(p.k, kk, rowIds, rowGates);
+}
+#endif
+
 // Tokens go in blocks of kBlock, one step at a time for the whole block (scores, groups,
 // selection): each step of one token is a short chain of dependent operations, and the
 // next token's same step, independent of it, fills the gaps. A token's result is computed
 // by the same code whatever its block: batch invariant.
 constexpr int64_t kBlock = 4;
 
-void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids, float* gates) {
+void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids, float* gates,
+          bool allowScreen) {
   const D d;
-  const RowsSetup setup(d, p);
+  const RowsSetup setup(d, p, allowScreen);
   const int32_t n = p.experts;
   const size_t padded = (static_cast<size_t>(n) + setup.lanes - 1) / setup.lanes * setup.lanes;
   std::vector<FamilyScratch> scratch;
   scratch.reserve(kBlock);
   for (int64_t i = 0; i < kBlock; ++i) scratch.emplace_back(p, padded);
   bool ok[kBlock];
+#if MOE_FAMILY_SCREEN
+  if (setup.screen) {
+    Screened screened[kBlock];
+    for (int64_t t0 = 0; t0 < rows; t0 += kBlock) {
+      const int64_t block = std::min(kBlock, rows - t0);
+      for (int64_t i = 0; i < block; ++i) {
+        screened[i].ok =
+            EstimateKeys(p, logits + (t0 + i) * n, size_t(kBlock) * size_t(n), scratch[i]);
+      }
+      for (int64_t i = 0; i < block; ++i) {
+        screened[i].ok = screened[i].ok && ScreenCandidates(d, p, setup, scratch[i], screened[i]);
+      }
+      for (int64_t i = 0; i < block; ++i) {
+        const float* x = logits + (t0 + i) * n;
+        int32_t* rowIds = ids + (t0 + i) * p.k;
+        float* rowGates = gates + (t0 + i) * p.k;
+        if (screened[i].ok) {
+          DecideScreened(d, p, setup, x, scratch[i], screened[i], rowIds, rowGates);
+        } else if (ScoresAndKeys(d, p, x, scratch[i]) &&
+                   (p.groups == 1 || KeepGroups(d, p, setup, scratch[i]))) {
+          SelectAndWrite(d, p, setup, scratch[i], rowIds, rowGates);
+        } else {
+          writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
+        }
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t t0 = 0; t0 < rows; t0 += kBlock) {
     const int64_t block = std::min(kBlock, rows - t0);
     for (int64_t i = 0; i < block; ++i) {
@@ -578,8 +859,31 @@ void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids
 
 void FamilyRows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids,
                 float* gates) {
-  family::Rows(p, logits, rows, ids, gates);
+  family::Rows(p, logits, rows, ids, gates, true);
 }
+
+#if MOE_FAMILY_SCREEN
+// For the tests: the rows without the screen (every score exact), which the screened rows
+// must equal bit for bit; and the two sigmoids element-wise, for the estimate's bound.
+void FamilyRowsUnscreened(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids,
+                          float* gates) {
+  family::Rows(p, logits, rows, ids, gates, false);
+}
+void FamilySigmoidArray(const float* in, float* out, size_t n) {
+  const family::D d;
+  for (size_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    const family::V x{_mm512_maskz_loadu_ps(m, in + i)};
+    _mm512_mask_storeu_ps(out + i, m, family::Sigmoid(d, x).raw);
+  }
+}
+void SigmoidEstimateArray(const float* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, m, SigmoidEstimate(_mm512_maskz_loadu_ps(m, in + i)));
+  }
+}
+#endif
 
 }  // namespace HWY_NAMESPACE
 }  // namespace moe::detail
@@ -606,8 +910,21 @@ void avx2FamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*
 void avx512FamilyRows(const FamilyParams& p, const float* l, int64_t r, int32_t* i, float* g) {
   N_AVX3::FamilyRows(p, l, r, i, g);
 }
+void avx512FamilyRowsUnscreened(const FamilyParams& p, const float* l, int64_t r, int32_t* i,
+                                float* g) {
+  N_AVX3::FamilyRowsUnscreened(p, l, r, i, g);
+}
+void avx512FamilySigmoid(const float* in, float* out, size_t n) {
+  N_AVX3::FamilySigmoidArray(in, out, n);
+}
+void avx512SigmoidEstimate(const float* in, float* out, size_t n) {
+  N_AVX3::SigmoidEstimateArray(in, out, n);
+}
 #else
 void avx512FamilyRows(const FamilyParams&, const float*, int64_t, int32_t*, float*) {}
+void avx512FamilyRowsUnscreened(const FamilyParams&, const float*, int64_t, int32_t*, float*) {}
+void avx512FamilySigmoid(const float*, float*, size_t) {}
+void avx512SigmoidEstimate(const float*, float*, size_t) {}
 #endif
 
 }  // namespace moe::detail

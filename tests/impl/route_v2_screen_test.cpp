@@ -1,0 +1,173 @@
+// The AVX-512 moe_route_v2 screens sigmoid rows with an estimate of its sigmoid
+// (impl/src/sigmoid_estimate-inl.h) and computes the exact sigmoid only for the experts
+// that can still be kept. Its claim: the estimate is within kSigmoidEstimateError of the
+// kernel's sigmoid for every float, and the screened rows equal the rows computed with
+// every score exact, bit for bit, whatever the row (near-ties, saturated sigmoids, groups
+// too close to call, large biases, infinities, NaN). Seeds: MOE_TEST_SEED when set.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moe/detail/route_kernels.hpp"
+#include "moe/routers.hpp"
+
+namespace moe::test {
+namespace {
+
+uint32_t testSeed() {
+  const char* env = std::getenv("MOE_TEST_SEED");
+  return env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 20261201u;
+}
+
+// MOE_EXP_SWEEP_STRIDE=1 checks every float (about 15 s; the bound's figure comes from
+// that run: 4.48e-5 at x = 0x1.4ed49p-5 on Zen 4).
+uint32_t sweepStride() {
+  const char* env = std::getenv("MOE_EXP_SWEEP_STRIDE");
+  const long stride = env != nullptr ? std::strtol(env, nullptr, 10) : 61;
+  return stride >= 1 ? static_cast<uint32_t>(stride) : 61u;
+}
+
+TEST(SigmoidEstimate, WithinItsBoundOfTheKernelsSigmoidForEveryFloat) {
+  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  const uint32_t stride = sweepStride();
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<float> x, exact(kChunk), estimate(kChunk);
+  x.reserve(kChunk);
+  double worst = 0;
+  float worstX = 0;
+  auto flush = [&] {
+    detail::avx512FamilySigmoid(x.data(), exact.data(), x.size());
+    detail::avx512SigmoidEstimate(x.data(), estimate.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      // A NaN estimate sends the row to the exact path; a finite one must be close.
+      if (std::isnan(estimate[i])) continue;
+      ASSERT_FALSE(std::isnan(exact[i])) << "finite estimate of a NaN sigmoid at " << x[i];
+      const double d = std::fabs(double(exact[i]) - double(estimate[i]));
+      if (d > worst) {
+        worst = d;
+        worstX = x[i];
+      }
+    }
+    x.clear();
+  };
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += stride) {
+    x.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+    if (x.size() == kChunk) flush();
+  }
+  // Where the sigmoid saturates or the exp under- and overflows, every float.
+  for (float lo : {-120.0f, 10.0f}) {
+    for (float v = lo; v < lo + 110.0f; v = std::nextafter(v, 1000.0f)) {
+      x.push_back(v);
+      if (x.size() == kChunk) flush();
+    }
+  }
+  flush();
+  std::printf("sigmoid estimate: max error %.4g at x = %a (bound %.4g)\n", worst, worstX,
+              double(detail::kSigmoidEstimateError));
+  EXPECT_LE(worst, double(detail::kSigmoidEstimateError)) << "at x = " << worstX;
+  // NaN must not pass as a number.
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity()};
+  float out[2];
+  detail::avx512SigmoidEstimate(specials, out, 2);
+  EXPECT_TRUE(std::isnan(out[0]));
+}
+
+struct Shape {
+  int32_t experts, k, groups, topkGroups;
+  bool top2Sum;
+};
+
+// Rows that make the screen work: spread or clustered logits, exact and near ties, values
+// where the sigmoid is 1 in binary32, a few infinities and NaNs.
+std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) {
+  std::vector<float> x(size_t(tokens) * experts);
+  std::uniform_int_distribution<int> kind(0, 7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, experts - 1);
+  for (int32_t t = 0; t < tokens; ++t) {
+    float* row = x.data() + size_t(t) * experts;
+    const int how = kind(rng);
+    const float spread = how == 0 ? 0.001f : how == 1 ? 20.0f : 2.0f;
+    for (int32_t e = 0; e < experts; ++e) row[e] = spread * normal(rng);
+    if (how == 2) {  // ties: a handful of values repeated
+      for (int32_t e = 0; e < experts; ++e) row[e] = float(int(row[e] * 2)) / 2;
+    }
+    if (how == 3) {  // saturated: many sigmoids exactly 1
+      for (int32_t e = 0; e < experts; e += 3) row[e] = 17.0f + std::fabs(row[e]);
+    }
+    if (how == 4) {  // near-ties a few ulp apart around the top
+      const float top = 1.5f;
+      for (int32_t e = 0; e < experts; e += 2) {
+        row[e] = std::nextafter(top, top + float(e % 7) - 3.0f);
+      }
+    }
+    if (how == 5) row[pick(rng)] = std::numeric_limits<float>::infinity();
+    if (how == 6) row[pick(rng)] = -std::numeric_limits<float>::infinity();
+    if (how == 7 && t % 5 == 0) row[pick(rng)] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return x;
+}
+
+TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
+  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  const uint32_t seed = testSeed();
+  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const Shape shapes[] = {
+      {256, 8, 8, 4, true},  {256, 8, 8, 4, false}, {256, 8, 1, 1, false}, {384, 8, 1, 1, false},
+      {128, 1, 1, 1, false}, {32, 4, 1, 1, false},  {32, 8, 2, 1, true},   {64, 6, 4, 2, true},
+      {64, 3, 4, 1, false},  {512, 8, 16, 4, true}, {1024, 8, 8, 2, true}, {256, 2, 16, 16, true},
+      {128, 8, 8, 1, true},  {48, 5, 3, 2, true},   {96, 8, 2, 2, false},  {256, 12, 8, 4, true},
+  };
+  const float biasScales[] = {0.0f, 0.1f, 3.0f, 1e4f};
+  const int32_t tokens = 257;
+  for (const Shape& s : shapes) {
+    for (const float biasScale : biasScales) {
+      for (const bool renormalize : {true, false}) {
+        std::vector<float> bias;
+        if (biasScale > 0) {
+          std::uniform_real_distribution<float> b(-biasScale, biasScale);
+          bias.resize(size_t(s.experts));
+          for (auto& v : bias) v = b(rng);
+          // Two experts with equal biases and an exact tie of keys possible.
+          bias[1] = bias[0];
+        }
+        detail::FamilyParams p;
+        p.experts = s.experts;
+        p.k = s.k;
+        p.sigmoid = true;
+        p.bias = bias.empty() ? nullptr : bias.data();
+        p.groups = s.groups;
+        p.topkGroups = s.topkGroups;
+        p.top2Sum = s.groups > 1 && s.top2Sum;
+        p.renormalize = renormalize;
+        p.scale = 2.5f;
+        const auto x = hardRows(rng, tokens, s.experts);
+        std::vector<int32_t> ids(size_t(tokens) * s.k, -7), want(ids.size(), -9);
+        std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
+        detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
+        detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const size_t t = i / size_t(s.k);
+          ASSERT_EQ(ids[i], want[i]) << "E=" << s.experts << " k=" << s.k << " G=" << s.groups
+                                     << " bias " << biasScale << " token " << t;
+          ASSERT_EQ(std::bit_cast<uint32_t>(gates[i]), std::bit_cast<uint32_t>(wantGates[i]))
+              << "E=" << s.experts << " k=" << s.k << " G=" << s.groups << " bias " << biasScale
+              << " token " << t << ": " << gates[i] << " vs " << wantGates[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moe::test
