@@ -9,62 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "device_buffer.cuh"
 #include "moe/cuda/route_cuda.hpp"
 #include "moe/route_abi.h"
+#include "route_contracts.hpp"
 #include "route_kernel.cuh"
 
 namespace moe::cuda {
 namespace {
 
-// gate_budget: g = p_i / S with p = e / sum. The error of fl(x - m) is the same as in the
-// binary32 spec (same max, same subtraction), so it is inside spec32_factor 2. What is
-// ours alone, relative to g: CUDA's expf (2 ulp) on e_i and on every kept term of S,
-// rounding of each p (1/2 ulp), the rank-order sum of kk positive terms ((kk - 1)/2 ulp),
-// the last division (1/2 ulp): about 6 + kk/2 ulp of the value, twice that in ulp of the
-// exact gate, plus the spec's own (kk + 3)/2: under 64 ulp for min(k, E) <= 32. Larger kk
-// widens it by about 1.5 ulp per slot; unverified on a GPU until the fuzzer runs there.
-constexpr char kContract[] =
-    "{\"abi\": \"moe_route_v1\", \"name\": \"cuda-probs\", \"selects_on\": \"probabilities\", "
-    "\"slot_order\": \"rank\", \"batch_invariant\": true, \"compute\": \"binary32\", "
-    "\"exp_max_ulp\": 2, \"gate_budget\": {\"spec32_factor\": 2, \"ulp\": 64}, "
-    "\"max_experts\": 1024, "
-    "\"nonfinite_rows\": \"A row with a NaN logit, a +inf logit, or only -inf logits has "
-    "all-NaN probabilities, so every expert ties and the lower indices win: ids "
-    "0..min(k,E)-1, gates NaN (slots past min(k,E): -1 and 0). -inf logits in a row with a "
-    "finite maximum are masked experts (probability 0).\"}";
-
-// Owns one device allocation; frees it on every path out.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) {
-    if (bytes > 0 && cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
-    ok_ = bytes == 0 || ptr_ != nullptr;
-  }
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  bool ok() const { return ok_; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  void* ptr_ = nullptr;
-  bool ok_ = false;
-};
-
-bool deviceUsable() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    return false;
-  }
-  return count > 0;
-}
+using detail::DeviceBuffer;
+using detail::deviceUsable;
 
 // Launches the kernel specialised for the smallest V with 32 * V >= experts.
 cudaError_t launchRoute(std::int32_t tokens, std::int32_t experts, std::int32_t k,
@@ -201,22 +156,13 @@ __attribute__((visibility("default"))) int moe_route_v1(int32_t tokens, int32_t 
                   device_gates.as<float>(), nullptr) != cudaSuccess) {
     return MOE_ROUTE_EINTERNAL;
   }
-  // Copied into staging first, so a failed copy leaves the caller's buffers untouched.
-  std::vector<int32_t> host_ids(slot_count);
-  std::vector<float> host_gates(slot_count);
-  if (cudaMemcpy(host_ids.data(), device_ids.as<int32_t>(), slot_count * sizeof(int32_t),
-                 cudaMemcpyDeviceToHost) != cudaSuccess ||
-      cudaMemcpy(host_gates.data(), device_gates.as<float>(), slot_count * sizeof(float),
-                 cudaMemcpyDeviceToHost) != cudaSuccess) {
+  if (!detail::copyResultsOut(device_ids, device_gates, slot_count, ids, gates))
     return MOE_ROUTE_EINTERNAL;
-  }
-  std::memcpy(ids, host_ids.data(), slot_count * sizeof(int32_t));
-  std::memcpy(gates, host_gates.data(), slot_count * sizeof(float));
   return MOE_ROUTE_OK;
 }
 
 __attribute__((visibility("default"))) const char* moe_route_v1_contract(void) {
-  return moe::cuda::kContract;
+  return moe::cuda::detail::kContract;
 }
 
 }  // extern "C"
