@@ -606,6 +606,7 @@ struct Screened {
   int32_t blockStart[kMaxVectors];  // the first expert of each
   float threshold;                  // candidates: estimated keys at or above it
   int32_t found;                    // how many
+  uint64_t nonEmpty;                // the vectors that hold some
   int32_t pieceStart[kMaxVectors];  // where each vector's candidates go among them
 };
 
@@ -615,29 +616,34 @@ HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead
                              FamilyScratch& scratch) {
   float* est = scratch.keys.data();
   const auto next = reinterpret_cast<uintptr_t>(x) + ahead * sizeof(float);
-  __mmask16 nan = 0;
+  // The estimates summed: NaN exactly when one is (each is finite or NaN, |c| < 1 + 2^15,
+  // so the sum of at most 1024 cannot overflow).
+  __m512 sum = _mm512_setzero_ps();
   for (int32_t b = 0; b < p.experts; b += 16) {
     _mm_prefetch(reinterpret_cast<const char*>(next + size_t(b) * sizeof(float)), _MM_HINT_T0);
     __m512 c = SigmoidEstimate(_mm512_loadu_ps(x + b));
     if (p.bias != nullptr) c = _mm512_add_ps(c, _mm512_loadu_ps(p.bias + b));
-    nan |= _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+    sum = _mm512_add_ps(sum, c);
     _mm512_storeu_ps(est + b, c);
   }
-  return nan == 0;
+  return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) == 0;
 }
 
 // The eligible estimated keys at or above t: their count, and where each vector's go.
 HWY_INLINE int32_t CountScreened(const float* est, float t, Screened& r) {
   const __m512 vt = _mm512_set1_ps(t);
   int32_t at = 0;
+  uint64_t nonEmpty = 0;
   for (int32_t i = 0; i < r.blocks; ++i) {
     const __mmask16 pass =
         _mm512_cmp_ps_mask(_mm512_loadu_ps(est + r.blockStart[i]), vt, _CMP_GE_OQ);
     r.pieceStart[i] = at;
     at += _mm_popcnt_u32(pass);
+    nonEmpty |= uint64_t{pass != 0} << i;
   }
   r.threshold = t;
   r.found = at;
+  r.nonEmpty = nonEmpty;
   return at;
 }
 
@@ -720,8 +726,9 @@ HWY_INLINE bool ScreenCandidates(D d, const FamilyParams& p, const RowsSetup& se
 }
 
 // Step 3: the candidates' experts in index order in lanes [0, found), each vector's
-// compressed and moved up to its place (every eligible vector, those without candidates
-// too: a branch on it is mispredicted half the time), their logits and biases gathered;
+// compressed and moved up to its place (up to 8 eligible vectors, those without
+// candidates too: a branch on it is mispredicted half the time), their logits and biases
+// gathered;
 // then their exact scores and keys (as ScoresAndKeys computes them), ranked as
 // KeepBestCandidates ranks, and the row written as writeFamilyGatesWithTotal writes it.
 HWY_INLINE void DecideScreened(D d, const FamilyParams& p, const RowsSetup& setup, const float* x,
@@ -733,7 +740,7 @@ HWY_INLINE void DecideScreened(D d, const FamilyParams& p, const RowsSetup& setu
   __m512 vx = _mm512_setzero_ps();
   __m512 vb = _mm512_setzero_ps();
   __m512i vid = _mm512_setzero_si512();
-  for (int32_t i = 0; i < r.blocks; ++i) {
+  auto collect = [&](int32_t i) __attribute__((always_inline)) {
     const int32_t b = r.blockStart[i];
     const int32_t at = r.pieceStart[i];
     const __mmask16 pass = _mm512_cmp_ps_mask(_mm512_loadu_ps(est + b), vt, _CMP_GE_OQ);
@@ -743,6 +750,11 @@ HWY_INLINE void DecideScreened(D d, const FamilyParams& p, const RowsSetup& setu
     vid = _mm512_mask_permutexvar_epi32(
         vid, place, from,
         _mm512_maskz_compress_epi32(pass, _mm512_add_epi32(lane, _mm512_set1_epi32(b))));
+  };
+  if (r.blocks <= 8) {
+    for (int32_t i = 0; i < r.blocks; ++i) collect(i);
+  } else {  // only the vectors with candidates: one mispredicted exit, not many passes
+    for (uint64_t m = r.nonEmpty; m != 0; m &= m - 1) collect(__builtin_ctzll(m));
   }
   const auto live = static_cast<__mmask16>((1u << r.found) - 1);
   vx = _mm512_mask_i32gather_ps(vx, live, vid, x, 4);

@@ -5,10 +5,11 @@
 // group's second) cannot be kept, so only the few near the top get the exact sigmoid.
 // Re-included once per Highway target by route_family_simd.cpp, hence the toggle guard.
 //
-// Method: e^-x = 2^t, t = -x log2(e), split as t = n + f with n = round(t) and
-// |f| <= 1/2; 2^f by a cubic through the Chebyshev nodes of [-1/2, 1/2] (relative error
-// 1.0e-4), 2^n by VSCALEFPS (overflow to inf, underflow to 0, as the sigmoid wants), then
-// VRCP14PS of 1 + e^-x (relative error below 2^-14). The sigmoid's error from a relative
+// Method: e^-x = 2^t, t = -x log2(e), split as t = floor(t) + f with f in [0, 1) by
+// VREDUCEPS; 2^f by a cubic through the Chebyshev nodes of [0, 1] (relative error
+// 1.0e-4), times 2^floor(t) by VSCALEFPS, which takes the floor itself (overflow to inf,
+// underflow to 0, as the sigmoid wants); then VRCP14PS of 1 + e^-x (relative error below
+// 2^-14). The sigmoid's error from a relative
 // error r of e^-x is at most r s (1 - s) <= r / 4, so about 2.5e-5 + 6.1e-5 in all; the
 // measured maximum over every float is in tests/impl/sigmoid_estimate_test.cpp. NaN and
 // +inf give NaN (the caller then takes the exact path); -inf gives 0.
@@ -30,14 +31,17 @@ namespace HWY_NAMESPACE {
 #define MOE_SIGMOID_ESTIMATE 1
 
 HWY_INLINE __m512 SigmoidEstimate(__m512 x) {
+  // 2^f on [0, 1): the cubic through the four Chebyshev nodes (relative error 1.0e-4).
+  constexpr float C0 = 0x1.fff2eep-1f, C1 = 0x1.6484aep-1f, C2 = 0x1.cc2becp-3f,
+                  C3 = 0x1.43732cp-4f;
   const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(-0x1.715476p+0f));
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(0x1.c96d5ep-5f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0x1.f0ecf8p-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0x1.62e2d2p-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0x1.fff61cp-1f));
-  const __m512 e = _mm512_scalef_ps(p, n);
+  // f = t - floor(t) in [0, 1) by VREDUCEPS; VSCALEFPS multiplies by 2^floor(t) itself.
+  const __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_set1_ps(C3);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(C2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(C1));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(C0));
+  const __m512 e = _mm512_scalef_ps(p, t);
   return _mm512_rcp14_ps(_mm512_add_ps(e, _mm512_set1_ps(1.0f)));
 }
 
