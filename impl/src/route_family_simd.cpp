@@ -608,6 +608,7 @@ struct Screened {
   int32_t found;                    // how many
   uint64_t nonEmpty;                // the vectors that hold some
   int32_t pieceStart[kMaxVectors];  // where each vector's candidates go among them
+  float floor;                      // a value kk estimated keys reach, or NaN
 };
 
 // Step 1: the estimated keys into scratch.keys; false on a NaN. Also prefetches the row
@@ -647,10 +648,10 @@ HWY_INLINE int32_t CountScreened(const float* est, float t, Screened& r) {
   return at;
 }
 
-// Step 2: the kept groups, when the estimate decides them, and the eligible vectors; then
-// the candidates' threshold and count. False when the screen cannot decide.
-HWY_INLINE bool ScreenCandidates(D d, const FamilyParams& p, const RowsSetup& setup,
-                                 FamilyScratch& scratch, Screened& r) {
+// Step 2: the kept groups, when the estimate decides them (else false), and the eligible
+// vectors.
+HWY_INLINE bool ScreenGroups(const FamilyParams& p, const RowsSetup& setup, FamilyScratch& scratch,
+                             Screened& r) {
   const float* est = scratch.keys.data();
   float floor = std::numeric_limits<float>::quiet_NaN();
   if (p.groups > 1) {
@@ -714,8 +715,16 @@ HWY_INLINE bool ScreenCandidates(D d, const FamilyParams& p, const RowsSetup& se
     r.blocks = p.experts / 16;
     for (int32_t i = 0; i < r.blocks; ++i) r.blockStart[i] = 16 * i;
   }
+  r.floor = floor;
+  return true;
+}
+
+// Step 3: the candidates' threshold and count; false when more than a vector's worth.
+HWY_INLINE bool ScreenCount(D d, const RowsSetup& setup, const FamilyScratch& scratch,
+                            Screened& r) {
+  const float* est = scratch.keys.data();
   const float margin = 2 * setup.delta;
-  if (floor == floor && CountScreened(est, floor - margin, r) <= 16) return true;
+  if (r.floor == r.floor && CountScreened(est, r.floor - margin, r) <= 16) return true;
   __m512 laneMax = _mm512_set1_ps(kNegInf);
   for (int32_t i = 0; i < r.blocks; ++i) {
     laneMax = _mm512_max_ps(laneMax, _mm512_loadu_ps(est + r.blockStart[i]));
@@ -725,7 +734,7 @@ HWY_INLINE bool ScreenCandidates(D d, const FamilyParams& p, const RowsSetup& se
   return CountScreened(est, t - margin, r) <= 16;
 }
 
-// Step 3: the candidates' experts in index order in lanes [0, found), each vector's
+// Step 4: the candidates' experts in index order in lanes [0, found), each vector's
 // compressed and moved up to its place (up to 8 eligible vectors, those without
 // candidates too: a branch on it is mispredicted half the time), their logits and biases
 // gathered;
@@ -821,8 +830,12 @@ HWY_NOINLINE void ScreenedRows(D d, const FamilyParams& p, const RowsSetup& setu
       screened[i].ok =
           EstimateKeys(p, logits + (t0 + i) * n, size_t(kBlock) * size_t(n), scratch[i]);
     }
+    // Each step for the whole block: one token's step is a chain of dependent operations.
     for (int64_t i = 0; i < block; ++i) {
-      screened[i].ok = screened[i].ok && ScreenCandidates(d, p, setup, scratch[i], screened[i]);
+      screened[i].ok = screened[i].ok && ScreenGroups(p, setup, scratch[i], screened[i]);
+    }
+    for (int64_t i = 0; i < block; ++i) {
+      screened[i].ok = screened[i].ok && ScreenCount(d, setup, scratch[i], screened[i]);
     }
     for (int64_t i = 0; i < block; ++i) {
       const float* x = logits + (t0 + i) * n;
