@@ -32,7 +32,10 @@ constexpr std::array<const char*, kVerdictSignalCount> kSignalNames = {"selectio
                                                                        "abstained",
                                                                        "margin>1/8",
                                                                        "margin>1/2",
-                                                                       "margin>7/8"};
+                                                                       "margin>7/8",
+                                                                       "near-tie-keys",
+                                                                       "near-tie-groups",
+                                                                       "tiny-scores"};
 
 struct Tally {
   std::array<uint64_t, kVerdictSignalCount> execs{};
@@ -84,6 +87,9 @@ uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
     if (v.reason == "near-tie-probabilities") s |= bit(VerdictSignal::kNearTieProbabilities);
     if (v.reason == "near-tie-order") s |= bit(VerdictSignal::kNearTieOrder);
     if (v.reason == "nonreal-row") s |= bit(VerdictSignal::kNonrealRow);
+    if (v.reason == "near-tie-keys") s |= bit(VerdictSignal::kNearTieKeys);
+    if (v.reason == "near-tie-groups") s |= bit(VerdictSignal::kNearTieGroups);
+    if (v.reason == "tiny-scores") s |= bit(VerdictSignal::kTinyScores);
     if (v.margin > 0.125) s |= bit(VerdictSignal::kMarginAboveEighth);
     if (v.margin > 0.5) s |= bit(VerdictSignal::kMarginAboveHalf);
     if (v.margin > 0.875) s |= bit(VerdictSignal::kMarginAboveSevenEighths);

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "moe/fuzz/decision_coverage.hpp"
 #include "moe/fuzz/router.hpp"
@@ -54,6 +55,23 @@ TEST(VerdictSignals, NearTieOnProbabilitiesReachesTheBinary64Filter) {
 TEST(VerdictSignals, PlusInfinityRowIsNonReal) {
   const uint32_t s = signalsOfSpec32({0.0f, std::numeric_limits<float>::infinity()}, 1);
   EXPECT_EQ(s, bit(VerdictSignal::kNonrealRow));
+}
+
+// The family verdict's acceptable reasons are signals of their own, so a campaign on a
+// moe_route_v2 library keeps the inputs that reach near-ties of keys and of groups.
+TEST(VerdictSignals, FamilyReasonsAreSignals) {
+  const std::pair<const char*, VerdictSignal> reasons[] = {
+      {"near-tie-keys", VerdictSignal::kNearTieKeys},
+      {"near-tie-groups", VerdictSignal::kNearTieGroups},
+      {"tiny-scores", VerdictSignal::kTinyScores}};
+  for (const auto& [reason, signal] : reasons) {
+    CaseResult r;
+    Verdict v;
+    v.outcome = Outcome::kAcceptable;
+    v.reason = reason;
+    r.tokens.push_back(v);
+    EXPECT_EQ(verdictSignals(LevelCounters{}, LevelCounters{}, r), bit(signal)) << reason;
+  }
 }
 
 TEST(VerdictSignals, MarkSetsOneByteRowPerRouter) {

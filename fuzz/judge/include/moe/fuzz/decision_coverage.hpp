@@ -31,6 +31,9 @@ enum class VerdictSignal : uint8_t {
   kMarginAboveEighth,  // an acceptable near-tie used more than 1/8 of its budget
   kMarginAboveHalf,
   kMarginAboveSevenEighths,
+  kNearTieKeys,    // moe_route_v2: biased keys within their budget
+  kNearTieGroups,  // moe_route_v2: group scores within their budget
+  kTinyScores,     // moe_route_v2: renormalising scores binary32 flushes to zero
   kCount
 };
 inline constexpr size_t kVerdictSignalCount = static_cast<size_t>(VerdictSignal::kCount);
