@@ -55,7 +55,8 @@ def parse_args(argv):
     p.add_argument("--targets", help="comma-separated subset of the libFuzzer targets")
     p.add_argument("--seed", type=int, help="default: the campaign's start time")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
-    p.add_argument("--external", help="a moe_route_v1 library for fuzz_external (MOE_IMPL)")
+    p.add_argument("--external",
+                   help="a moe_route_v1 or moe_route_v2 library for fuzz_external (MOE_IMPL)")
     a = p.parse_args(argv)
     if a.budget is None:
         a.budget = NIGHTLY_BUDGET_S if a.nightly else 180

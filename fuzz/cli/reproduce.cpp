@@ -6,7 +6,8 @@
 // The campaign runner calls it on each minimised crash, so a crash found by libFuzzer
 // replays with `moe-oracle replay FILE.json` like any other violation.
 //
-// usage: moe-oracle reproduce --out DIR [--impl NAME|PATH.so]... [--signature LINE] INPUT
+// usage: moe-oracle reproduce --out DIR [--impl NAME|PATH.so]... [--abi ABI] [--signature LINE]
+//        INPUT
 // Each router (default: every built-in router this CPU has) is judged on the decoded case;
 // for each violation a reproducer is written to DIR and "reproducer: PATH" plus the
 // signature line are printed. With --signature only the violation with that signature is
@@ -81,6 +82,10 @@ CLI::App* addReproduce(CLI::App& app, ReproduceFlags& f) {
                   "the decoder's cap on E (default: $MOE_FUZZ_MAX_EXPERTS, else the generator's)")
       ->check(CLI::Range(1, kMaxExperts));
   cmd->add_option("--impl", f.impls, "router name or .so (default: every available built-in)");
+  cmd->add_option("--abi", f.abi,
+                  "a library's entry point: moe_route_v1 or moe_route_v2 (default: $MOE_ABI as "
+                  "fuzz_external reads it, else moe_route_v2 when the library exports it)")
+      ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2)}));
   cmd->add_option("--signature", f.signature, "keep only the violation with this signature line");
   cmd->add_option("input", f.input, "the libFuzzer input file")->required();
   return cmd;
@@ -95,9 +100,13 @@ int runReproduce(const ReproduceFlags& f) {
         if (builtinRouterAvailable(name)) impls.push_back(name);
       }
     }
+    // Only a library's entry point is chosen: the built-in routers of fuzz_route are v1.
+    const std::string libraryAbi = f.abi.empty() ? abiFromEnv() : f.abi;
     int written = 0;
     for (const auto& impl : impls) {
-      auto router = openRouter(impl);
+      RouterOptions options;
+      options.abi = isLibraryPath(impl) ? libraryAbi : "";
+      auto router = openRouter(impl, options);
       // Decoded per router, as the target decoded it for that router: a moe_route_v2
       // library gets the family's case (fuzz_external), a v1 router the top-k case.
       const Case c = routerCase(input, router->contract(), f.maxExperts);

@@ -12,6 +12,7 @@ namespace moe::fuzz {
 struct ReproduceFlags {
   std::string outDir, input, signature;
   std::vector<std::string> impls;
+  std::string abi;         // RouterOptions::abi for the libraries: --abi, else $MOE_ABI
   int32_t maxExperts = 0;  // 0 until addReproduce: $MOE_FUZZ_MAX_EXPERTS or kMaxExperts
 };
 

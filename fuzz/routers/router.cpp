@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -256,11 +257,24 @@ Contract parseContractFor(std::string_view text, bool v2) {
   return c;
 }
 
+bool isLibraryPath(std::string_view nameOrPath) {
+  return nameOrPath.find('/') != std::string_view::npos || nameOrPath.ends_with(".so");
+}
+
+std::string abiFromEnv() {
+  const char* text = std::getenv("MOE_ABI");
+  const std::string abi = text ? text : "";
+  if (!abi.empty() && abi != kAbiV1 && abi != kAbiV2) {
+    throw std::invalid_argument(
+        fmt::format("MOE_ABI={}: expected {} or {} (or unset)", abi, kAbiV1, kAbiV2));
+  }
+  return abi;
+}
+
 std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options) {
   std::string s(nameOrPath);
   if (s.empty()) throw RouterLoadError("empty router name");
-  bool isPath =
-      s.find('/') != std::string::npos || (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0);
+  const bool isPath = isLibraryPath(s);
   // A path is relative to the current directory; dlopen would search the library path
   // for a name without '/', so `--impl lib.so` is made `./lib.so`.
   if (isPath) {

@@ -1,5 +1,6 @@
 // fuzz_external: any router library named by the environment variable MOE_IMPL=path.so
-// (differential, vs the oracle), through the same verdict as the built-in routers. The
+// (differential, vs the oracle), through the same verdict as the built-in routers; through
+// moe_route_v2 when the library exports it, unless MOE_ABI=moe_route_v1 says otherwise. The
 // input's case follows the library's contract (routerCase, as `moe-oracle reproduce`
 // decodes it): the byte layout for moe_route_v1, the routing family's draw, within the
 // contract's families and shapes, for a library fuzzed through moe_route_v2.
@@ -28,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // In process: libFuzzer itself catches and reports the library's crashes.
       RouterOptions options;
       options.inProcess = true;
+      options.abi = abiFromEnv();  // MOE_ABI=moe_route_v1: a v2 library through its v1
       std::unique_ptr<Router> r = openRouter(path, options);
       if (r->contract().v2()) {
         inputShapeSpace(r->contract(), maxExperts);  // a contract with no shape here: exit 2

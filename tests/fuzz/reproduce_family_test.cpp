@@ -7,11 +7,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,29 @@ TEST(RouterCase, AV2RoutersInputIsAFamilyCaseWithinItsContract) {
   // A contract whose shapes the decoder cannot reach is refused, not drawn outside them.
   Contract tooWide = parseContract(R"({"abi": "moe_route_v2", "shapes": {"experts": [4096]}})");
   EXPECT_THROW(inputShapeSpace(tooWide, kMaxExperts), std::invalid_argument);
+}
+
+// MOE_ABI, read once for fuzz_external and `reproduce`: unset is the library's own choice,
+// the two ABIs' names are taken as they are, anything else is refused (exit 2 there).
+TEST(RouterCase, MoeAbiChoosesALibrarysEntryPointForTheTargetAndReproduce) {
+  const char* saved = std::getenv("MOE_ABI");
+  const std::string restore = saved ? saved : "";
+  unsetenv("MOE_ABI");
+  EXPECT_EQ(abiFromEnv(), "");
+  setenv("MOE_ABI", "moe_route_v1", 1);
+  EXPECT_EQ(abiFromEnv(), kAbiV1);
+  setenv("MOE_ABI", "moe_route_v2", 1);
+  EXPECT_EQ(abiFromEnv(), kAbiV2);
+  setenv("MOE_ABI", "v3", 1);
+  EXPECT_THROW(abiFromEnv(), std::invalid_argument);
+  if (saved) {
+    setenv("MOE_ABI", restore.c_str(), 1);
+  } else {
+    unsetenv("MOE_ABI");
+  }
+  EXPECT_TRUE(isLibraryPath("lib/x.so"));
+  EXPECT_TRUE(isLibraryPath("./x"));
+  EXPECT_FALSE(isLibraryPath("avx512-probs"));
 }
 
 // The end to end path of a crash found on a v2 library: the input fuzz_external aborts on,

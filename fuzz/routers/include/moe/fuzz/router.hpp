@@ -109,6 +109,16 @@ struct RouterOptions {
 // RouterLoadError with the reason.
 std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOptions& options = {});
 
+// True when openRouter reads `nameOrPath` as a shared library's path (it contains '/' or
+// ends in ".so"), not as a router's name.
+bool isLibraryPath(std::string_view nameOrPath);
+
+// $MOE_ABI: the entry point fuzz_external fuzzes MOE_IMPL through and `moe-oracle
+// reproduce` decodes for (RouterOptions::abi: "" when unset, kAbiV1 or kAbiV2), read by one
+// function so that a crash input reproduces as the target saw it. Throws
+// std::invalid_argument for another value.
+std::string abiFromEnv();
+
 // Test-only routers: openRouter asks each registered opener, in order, about a name that is
 // neither a path, "spec32" nor a built-in router; an opener returns nullptr for a name that
 // is not its own. The shipped command registers none; tests/fuzz/broken/ registers
