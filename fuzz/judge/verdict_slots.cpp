@@ -49,8 +49,9 @@ std::optional<Verdict> checkSlots(int32_t experts, int32_t k, const SlotsOwed& o
                        fmt::format("slot {} holds id {} but only {} = {} slots exist{}", s, id,
                                    owed.name, n, owed.context));
     }
-    if (seen[id])
+    if (seen[id]) {
       return violation(ViolationKind::kIdRepeated, fmt::format("expert {} appears twice", id));
+    }
     seen[id] = 1;
     if (finiteGates && real && !(std::isfinite(gates[s]) && gates[s] >= 0.0f)) {
       return violation(ViolationKind::kGateNonfinite,

@@ -99,7 +99,7 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
 // reproducer), so that a case is judged the same way wherever it is run.
 class Judge {
  public:
-  explicit Judge(VerdictConfig config = {}) : config_(std::move(config)) {}
+  explicit Judge(VerdictConfig config = {}) : config_(config) {}
   // Runs the router on the case and judges it (judgeCase).
   CaseResult run(const Router& router, const Case& c) {
     return judgeCase(router, c, config_, levels_);
