@@ -65,23 +65,27 @@ def _ids_int32(ids):
     return np.clip(ids, INT32_MIN, INT32_MAX).astype(np.int32)
 
 
-def slots(ids, gates, tokens, experts, k, single=False):
+def slots(ids, gates, tokens, experts, k, single=False, kept=None):
     """ids and gates as the C door's k slots a token: int32 and float32 [T, k].
 
     Accepted shapes are [T, min(k, E)] (what ``torch.topk`` gives) or [T, k]; the slots past
     min(k, E) are filled with id -1 and gate 0, as the ABI writes them. Gates of another
-    float dtype are rounded to float32, as a kernel's store to a float* would.
+    float dtype are rounded to float32, as a kernel's store to a float* would. ``kept``: a
+    routing family's min(k, eligible) slots, also accepted as [T, kept].
     """
     ids, gates = host(ids, "ids"), host(gates, "gates")
     if single:
         ids, gates = ids.reshape(1, -1), gates.reshape(1, -1)
     if gates.dtype.kind != "f":
         raise TypeError(f"gates must be floating point; got {gates.dtype}")
-    kept = min(k, experts)
-    if ids.shape != gates.shape or ids.shape not in ((tokens, kept), (tokens, k)):
-        raise ValueError(f"ids and gates must be [T, min(k, E)] = [{tokens}, {kept}] (or "
-                         f"[T, k] = [{tokens}, {k}]); got ids {tuple(ids.shape)}, gates "
-                         f"{tuple(gates.shape)}")
+    shapes = [(tokens, min(k, experts)), (tokens, k)]
+    if kept is not None:
+        shapes.insert(0, (tokens, kept))
+    if ids.shape != gates.shape or ids.shape not in shapes:
+        family = f"[T, min(k, eligible)] = [{tokens}, {kept}], " if kept is not None else ""
+        raise ValueError(f"ids and gates must be {family}[T, min(k, E)] = "
+                         f"[{tokens}, {min(k, experts)}] (or [T, k] = [{tokens}, {k}]); got "
+                         f"ids {tuple(ids.shape)}, gates {tuple(gates.shape)}")
     ids32 = _ids_int32(ids)
     gates32 = np.ascontiguousarray(gates, dtype=np.float32)
     if ids32.shape[1] < k:

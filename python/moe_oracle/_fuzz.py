@@ -5,7 +5,7 @@ import os
 import random
 from collections.abc import Mapping
 
-from . import _arrays, _contract, _core
+from . import _arrays, _contract, _core, _family
 
 
 class Unsupported(Exception):
@@ -60,25 +60,46 @@ class FuzzReport(Mapping):
                 f"exit_code={self.exit_code})")
 
 
-def _route_for(fn, array):
+def _route_for(fn, array, v2=False):
     """The callable the C++ router calls: the case's logits in the array type the contract
     asks for, the function's output brought to the C door's slots (a wrong shape or type
-    raises here, and so is a finding of kind exception, with this message)."""
+    raises here, and so is a finding of kind exception, with this message). With a
+    moe_route_v2 contract, the v2 wrapper below."""
     to_input = None
     if array == "torch":
         import torch  # only when asked: the package itself needs NumPy alone
         to_input = torch.from_numpy
 
-    def route(logits, k):
-        out = fn(to_input(logits) if to_input else logits, k)
+    def pair(out):
         try:
             ids, gates = out
         except (TypeError, ValueError):
             raise TypeError(f"the function must return (ids, gates); it returned "
                             f"{type(out).__name__}") from None
+        return ids, gates
+
+    def route(logits, k):
+        ids, gates = pair(fn(to_input(logits) if to_input else logits, k))
         return _arrays.slots(ids, gates, logits.shape[0], logits.shape[1], k)
 
-    return route
+    def route_v2(logits, k, raw_family, invalid):
+        # What the C++ router reads back (python_router.hpp): (ids, gates); None for
+        # MOE_ROUTE_EBADPARAMS; () for invalid parameters accepted (status 0).
+        try:
+            out = fn(to_input(logits) if to_input else logits, k,
+                     _family.to_dict(raw_family, array))
+        except ValueError:
+            if invalid:  # the Python spelling of EBADPARAMS
+                return None
+            raise  # on valid parameters: a finding of kind exception, with its traceback
+        if invalid:
+            return ()
+        ids, gates = pair(out)
+        _, eligible = _family.check(raw_family, logits.shape[1])
+        return _arrays.slots(ids, gates, logits.shape[0], logits.shape[1], k,
+                             kept=min(k, eligible))
+
+    return route_v2 if v2 else route
 
 
 def _writable_out(out):
@@ -105,12 +126,22 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
     exception from ``fn`` is a finding of kind ``exception`` with its traceback;
     ``Unsupported`` is an abstention; Ctrl-C ends the run with its summary (exit_code 130).
     The keyword-only arguments are the command's other flags.
+
+    With ``"abi": "moe_route_v2"`` in the contract (and its ``"families"``), the cases are the
+    routing family's (drawFamilyCase) and the call is ``fn(logits, k, family)``, ``family`` a
+    dict as ``judge`` takes it (the bias a float32 array, or a torch tensor with
+    ``"array": "torch"``). For parameters outside route_abi.h's domain (1 case in 16) the
+    function raises ValueError, the Python spelling of MOE_ROUTE_EBADPARAMS; returning
+    routes for them is a finding (bad-params-accepted), and so is a ValueError on valid ones
+    (kind exception).
     """
     text, array, contract_name = _contract.split(contract, fn)
+    v2 = json.loads(text).get("abi") == "moe_route_v2"
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
+    route = _route_for(fn, array, v2)
     answer = _core.fuzz(
-        _route_for(fn, array), Unsupported, name or contract_name or _contract.name_of(fn), text,
+        route, Unsupported, name or contract_name or _contract.name_of(fn), text,
         seconds=float(seconds), seed=int(seed), max_cases=int(max_cases),
         out=_writable_out(out or "moe-oracle-out"), keep_going=bool(keep_going),
         shrink_seconds=float(shrink_seconds), min_tokens=int(min_tokens),

@@ -1,8 +1,9 @@
 """judge and assert_routes: an output already computed, judged against the spec."""
 
+import json
 import numbers
 
-from . import _arrays, _contract, _core
+from . import _arrays, _contract, _core, _family
 
 
 class JudgeResult:
@@ -49,8 +50,8 @@ class JudgeResult:
         return f"JudgeResult(ok={self.ok}, tokens={len(self.verdicts)}, violations={kinds})"
 
 
-def judge(logits, ids, gates, k, contract=None, *, name=None, tie_order=None, gate_factor=None,
-          gate_ulp=None, analytic_floor=True):
+def judge(logits, ids, gates, k, contract=None, *, family=None, name=None, tie_order=None,
+          gate_factor=None, gate_ulp=None, analytic_floor=True):
     """Judges a router's output against the spec, token by token.
 
     logits: [T, E] float32 (or one token's [E]); ids, gates: [T, min(k, E)] or [T, k].
@@ -59,17 +60,44 @@ def judge(logits, ids, gates, k, contract=None, *, name=None, tie_order=None, ga
     text, fields as the C door's; default: selection on probabilities, any slot order,
     lowest-index ties). The keyword knobs are the command's --tie-order, --gate-factor,
     --gate-ulp and --no-analytic-floor.
+
+    ``family``: a moe_route_v2 routing family, a dict with route_abi.h's fields (``score``
+    "softmax" / "sigmoid", ``bias`` [E] or None, ``groups``, ``topk_groups``,
+    ``group_score`` "max" / "top2_sum", ``renormalize``, ``scale``; missing keys: softmax,
+    no bias, 1 group, renormalised, scale 1). The batch is then judged by the family verdict
+    (docs/fuzz.md, "The routing family"); ids and gates may also be [T, min(k, eligible)].
+    Parameters outside the ABI's domain are a ValueError naming the field.
     """
     if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 0:
         raise ValueError(f"k must be an int >= 0; got {k!r}")
     k = int(k)
     text, _, contract_name = _contract.split(contract)
     x, single = _arrays.logits_array(logits)
-    ids32, gates32 = _arrays.slots(ids, gates, x.shape[0], x.shape[1], k, single)
-    answer = _core.judge(x, ids32, gates32, k, text, name or contract_name or "router",
+    kept = None
+    raw = None
+    if family is not None:
+        text = _family_contract(text)
+        raw = _family.raw(family)
+        invalid, eligible = _family.check(raw, x.shape[1])
+        if invalid:
+            raise ValueError(f"family: {invalid}")
+        kept = min(k, eligible)
+    ids32, gates32 = _arrays.slots(ids, gates, x.shape[0], x.shape[1], k, single, kept)
+    answer = _core.judge(x, ids32, gates32, k, text, name or contract_name or "router", raw,
                          tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
                          analytic_floor=analytic_floor)
     return JudgeResult(answer)
+
+
+def _family_contract(text):
+    """A family is judged for a moe_route_v2 router: a contract that names no ABI becomes
+    v2's (so its reproducer replays through moe_route_v2); one that names v1 is refused."""
+    fields = json.loads(text)
+    abi = fields.setdefault("abi", "moe_route_v2")
+    if abi != "moe_route_v2":
+        raise ValueError(f'family= is for a moe_route_v2 router; the contract says "abi": '
+                         f"{abi!r}")
+    return json.dumps(fields)
 
 
 def assert_routes(logits, ids, gates, k, contract=None, **knobs):

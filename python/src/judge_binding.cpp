@@ -9,6 +9,7 @@
 #include <map>
 
 #include "bindings.hpp"
+#include "family.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "moe/route_abi.h"
@@ -62,7 +63,8 @@ std::string cleanSummary(const std::string& name, const std::vector<fuzz::Verdic
 
 JudgeAnswer judgeArrays(const Dense<float>& logits, const Dense<int32_t>& ids,
                         const Dense<float>& gates, int32_t k, const std::string& contractJson,
-                        const std::string& name, const fuzz::VerdictConfig& config) {
+                        const std::string& name, const std::optional<fuzz::Family>& family,
+                        const fuzz::VerdictConfig& config) {
   if (logits.ndim() != 2 || ids.ndim() != 2 || gates.ndim() != 2) {
     throw std::invalid_argument("judge: logits, ids and gates must be 2-D [T, E], [T, k]");
   }
@@ -76,7 +78,14 @@ JudgeAnswer judgeArrays(const Dense<float>& logits, const Dense<int32_t>& ids,
   }
   c.logits.assign(logits.data(), logits.data() + logits.size());
   c.allowNaN = std::any_of(c.logits.begin(), c.logits.end(), [](float x) { return std::isnan(x); });
+  c.family = family;
   const fuzz::Contract contract = fuzz::parseContract(contractJson);
+  // The family each token is judged in: the case's, else for a v2 contract the one a v1
+  // case runs as (Mixtral's, as judgeRecorded and Router::route take it).
+  const std::optional<fuzz::Family> tokenFamily = family ? family
+                                                  : contract.v2()
+                                                      ? std::optional<fuzz::Family>(fuzz::Family{})
+                                                      : std::nullopt;
   const std::span<const int32_t> idSpan(ids.data(), static_cast<size_t>(ids.size()));
   const std::span<const float> gateSpan(gates.data(), static_cast<size_t>(gates.size()));
 
@@ -87,9 +96,14 @@ JudgeAnswer judgeArrays(const Dense<float>& logits, const Dense<int32_t>& ids,
   // judgeRecorded stops at the first violation; the tokens after it are judged one by one
   // with the same judge, so every token has its verdict.
   const auto kk = static_cast<size_t>(k);
+  fuzz::LevelCounters levels;
   for (int32_t t = static_cast<int32_t>(answer.verdicts.size()); t < c.tokens; ++t) {
-    fuzz::Verdict v = judge.token(c.row(t), k, idSpan.subspan(t * kk, kk),
-                                  gateSpan.subspan(t * kk, kk), contract);
+    const auto tokenIds = idSpan.subspan(t * kk, kk);
+    const auto tokenGates = gateSpan.subspan(t * kk, kk);
+    fuzz::Verdict v = tokenFamily
+                          ? fuzz::judgeFamilyToken(c.row(t), *tokenFamily, k, tokenIds, tokenGates,
+                                                   contract, judge.config(), levels)
+                          : judge.token(c.row(t), k, tokenIds, tokenGates, contract);
     v.token = t;
     answer.verdicts.push_back(std::move(v));
   }
@@ -159,15 +173,26 @@ void bindJudge(py::module_& m) {
   m.def(
       "judge",
       [](const Dense<float>& logits, const Dense<int32_t>& ids, const Dense<float>& gates,
-         int32_t k, const std::string& contract, const std::string& name, const py::kwargs& knobs) {
+         int32_t k, const std::string& contract, const std::string& name, const py::object& family,
+         const py::kwargs& knobs) {
         const fuzz::VerdictConfig config = makeVerdictConfig(knobs);
+        std::optional<fuzz::Family> f;
+        if (!family.is_none()) {
+          const auto experts = static_cast<int32_t>(logits.ndim() == 2 ? logits.shape(1) : 0);
+          f = familyFromTuple(family, experts);
+          // Only valid parameters have a spec to judge against; outside the domain the
+          // kernel owes MOE_ROUTE_EBADPARAMS, which an output cannot show.
+          const std::string why = fuzz::familyInvalidReason(*f, experts);
+          if (!why.empty()) throw std::invalid_argument("family: " + why);
+        }
         py::gil_scoped_release release;  // the arrays were copied or pinned above
-        return judgeArrays(logits, ids, gates, k, contract, name, config);
+        return judgeArrays(logits, ids, gates, k, contract, name, f, config);
       },
       py::arg("logits"), py::arg("ids"), py::arg("gates"), py::arg("k"), py::arg("contract"),
-      py::arg("name"),
-      "Judges ids and gates [T, k] (k slots, -1 / 0 past min(k, E)) for float32 logits [T, E]. "
-      "Keyword knobs: tie_order, gate_factor, gate_ulp, analytic_floor.");
+      py::arg("name"), py::arg("family"),
+      "Judges ids and gates [T, k] (k slots, -1 / 0 past min(k, E)) for float32 logits [T, E], "
+      "in the routing family `family` (the raw tuple of family.hpp) or None for v1. Keyword knobs: "
+      "tie_order, gate_factor, gate_ulp, analytic_floor.");
 }
 
 }  // namespace moe::python

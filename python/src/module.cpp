@@ -2,6 +2,7 @@
 // judge, generator and shrinker as the `moe-oracle` command; the package's Python files only
 // convert arrays and arguments.
 #include "bindings.hpp"
+#include "family.hpp"
 
 #ifndef MOE_ORACLE_VERSION
 #define MOE_ORACLE_VERSION "unknown"
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   moe::python::bindJudge(m);
   moe::python::bindFuzz(m);
   moe::python::bindCases(m);
+  moe::python::bindFamily(m);
 }

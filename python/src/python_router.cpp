@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "family.hpp"
 #include "moe/route_abi.h"
 
 namespace py = pybind11;
@@ -66,6 +67,23 @@ int PythonRouter::call(int32_t tokens, int32_t experts, int32_t k, const float* 
 
 int PythonRouter::callChecked(int32_t tokens, int32_t experts, int32_t k, const float* logits,
                               int32_t* ids, float* gates, int32_t, fuzz::RouteFault& fault) const {
+  return callPython(tokens, experts, k, logits, ids, gates, fault, false,
+                    [&](py::object x) { return route_(x, k); });
+}
+
+int PythonRouter::callV2(const fuzz::Family& family, int32_t tokens, int32_t experts, int32_t k,
+                         const float* logits, int32_t* ids, float* gates, int32_t,
+                         fuzz::RouteFault& fault) const {
+  // struct_size is the C struct's; a Python function has no struct to be given short.
+  if (family.structShort > 0) return MOE_ROUTE_EBADPARAMS;
+  const std::string invalid = fuzz::familyInvalidReason(family, experts);
+  return callPython(tokens, experts, k, logits, ids, gates, fault, true,
+                    [&](py::object x) { return route_(x, k, familyToTuple(family), invalid); });
+}
+
+int PythonRouter::callPython(int32_t tokens, int32_t experts, int32_t k, const float* logits,
+                             int32_t* ids, float* gates, fuzz::RouteFault& fault, bool v2,
+                             const std::function<py::object(py::object)>& invoke) const {
   if (stop_ != 0) return MOE_ROUTE_EUNSUPPORTED;  // interrupted: end the run, judge nothing
   py::gil_scoped_acquire gil;
   try {
@@ -76,7 +94,10 @@ int PythonRouter::callChecked(int32_t tokens, int32_t experts, int32_t k, const 
     // A fresh array each call: the function may keep or modify it without touching the case.
     py::array_t<float> x({static_cast<py::ssize_t>(tokens), static_cast<py::ssize_t>(experts)});
     if (logitCount > 0) std::memcpy(x.mutable_data(), logits, logitCount * sizeof(float));
-    const py::tuple out = route_(x, k).cast<py::tuple>();
+    const py::object answer = invoke(x);
+    if (v2 && answer.is_none()) return MOE_ROUTE_EBADPARAMS;
+    const auto out = answer.cast<py::tuple>();
+    if (v2 && out.empty()) return 0;  // invalid parameters accepted: the verdict's finding
     const auto outIds = Dense<int32_t>::ensure(out[0]);
     const auto outGates = Dense<float>::ensure(out[1]);
     if (!outIds || !outGates || static_cast<size_t>(outIds.size()) != slots ||
