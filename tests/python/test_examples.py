@@ -1,7 +1,10 @@
 """examples/python: the example's pytest file passes on the Mixtral router and fails, with
-the oracle's explanation, on each buggy variant; the NumPy router passes a fuzz run."""
+the oracle's explanation, on each buggy variant; the NumPy router passes a fuzz run; the
+DeepSeek-V3 grouped_topk (the routing family) passes its tests and its buggy variant fails
+them with gate-bias."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -12,11 +15,11 @@ from moe_oracle import fuzz
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 
 
-def example_pytest(router, env, tmp_path):
+def example_pytest(router, env, tmp_path, test_file="test_mixtral_router.py", stop=True):
     env = {**env, "MOE_ROUTER": router}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-         str(EXAMPLES / "test_mixtral_router.py")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(["-x"] if stop else []),
+         str(EXAMPLES / test_file)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
 
@@ -52,3 +55,20 @@ def test_the_numpy_router_passes_a_fuzz_run(tmp_path):
                   tokens="1-32")
     assert report.exit_code == 0, str(report)
     assert report.impl == "numpy_router.route"
+
+
+def test_the_deepseek_example_passes_on_grouped_topk(env_with_package, tmp_path):
+    pytest.importorskip("torch")
+    done = example_pytest("route", env_with_package, tmp_path, "test_deepseek_router.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+
+
+def test_the_deepseek_example_fails_on_gates_with_bias(env_with_package, tmp_path):
+    pytest.importorskip("torch")
+    done = example_pytest("route_gates_with_bias", env_with_package, tmp_path,
+                          "test_deepseek_router.py", stop=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "verdict for router (recorded output): violation [gate-bias]" in done.stdout
+    for test in ("test_a_deepseek_v3_batch", "test_a_short_fuzz_run"):  # the bias is drawn
+        assert re.search(rf"FAILED \S*test_deepseek_router.py::{test}\b", done.stdout), done.stdout
