@@ -16,14 +16,20 @@ of the space, k = 0, one token, logits +0).
     def test_my_router(case):
         ids, gates = my_router(case.logits, case.k)
         assert_routes(case.logits, ids, gates, case.k, contract=MY_CONTRACT)
+
+``family_cases()`` does the same for the routing family (moe_route_v2): the campaign's
+``drawFamilyCase`` adds the family's parameters and structures (tied groups, cancelling
+and overturning biases, groups of one, k above the eligible experts, the shapes of today's
+models) to the drawn logits.
 """
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
 
-from . import _arrays, _core
+from . import _arrays, _core, _family
 
 # The shape (E, k, T) takes fewer bytes than the header (at most about 70); the rest feeds
 # the first logits. A logit takes at most 5 bytes (an op byte and a u32). Each header byte
@@ -34,6 +40,7 @@ _HEADER_BYTES = 96
 _BYTES_PER_LOGIT = 5
 _BLOCK = 16
 _MAX_BYTES = 4000  # Hypothesis: the simplest example within half its 8 KiB buffer
+_FAMILY_BYTES = 64  # the family's choices after the logits (its bias: 2 bytes an expert)
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,3 +97,76 @@ def routing_cases(experts="1-256", k=None, tokens="1-16", *, allow_nan=True, max
         return RoutingCase(logits, case_k, split)
 
     return draw()
+
+
+@dataclass(frozen=True, eq=False)
+class FamilyCase:
+    """One routing-family case: float32 ``logits`` [T, E], ``k``, ``split`` and ``family``,
+    the dict ``judge(..., family=)`` takes and a v2 function receives (the bias a float32
+    array or None)."""
+
+    logits: np.ndarray
+    k: int
+    split: int
+    family: dict
+
+    @property
+    def tokens(self):
+        return self.logits.shape[0]
+
+    @property
+    def experts(self):
+        return self.logits.shape[1]
+
+    @property
+    def valid(self):
+        """The parameters are within route_abi.h's domain (else the router owes ValueError)."""
+        return not _family.check(_family.raw(self.family), self.experts)[0]
+
+    def __repr__(self):
+        family = {**self.family, "bias": None if self.family["bias"] is None
+                  else self.family["bias"].tolist()}
+        return (f"FamilyCase(k={self.k}, split={self.split}, family={family!r}, "
+                f"logits={self.logits.tolist()!r})")
+
+
+def family_cases(experts="1-64", k=None, tokens="1-16", *, scores=("softmax", "sigmoid"),
+                 groups=True, bias=True, allow_invalid=False, allow_nan=True, max_bytes=4000):
+    """A strategy of FamilyCase drawn by the fuzzer's family generator (drawFamilyCase).
+
+    ``scores``, ``groups``, ``bias``: what the router supports, as a v2 contract's
+    ``"families"`` says; only those are drawn. ``allow_invalid=True`` keeps the cases with
+    parameters outside route_abi.h's domain (1 in 16; ``case.valid`` is False: the router
+    owes a ValueError); a short struct_size, which a Python function cannot be given, is
+    never kept. The rest as ``routing_cases``: the family's bytes (its parameters, one bias
+    value per expert) are read after the logits' and count within ``max_bytes``.
+    """
+    space = (_arrays.set_text(experts, "experts"), _arrays.set_text(k, "k"),
+             _arrays.set_text(tokens, "tokens"))
+    contract = json.dumps({"abi": "moe_route_v2",
+                           "families": {"scores": list(scores), "groups": bool(groups),
+                                        "bias": bool(bias)}})
+    _core.draw_family_case(b"", *space, contract)  # a bad shape set or family fails here
+    if not _HEADER_BYTES <= max_bytes <= _MAX_BYTES:
+        raise ValueError(f"max_bytes must be in [{_HEADER_BYTES}, {_MAX_BYTES}]")
+
+    one_byte = st.binary(min_size=1, max_size=1)
+    block = st.binary(min_size=_BLOCK, max_size=_BLOCK)
+
+    @st.composite
+    def draw(draw_bytes):
+        header = b"".join(draw_bytes(one_byte) for _ in range(_HEADER_BYTES))
+        tokens_, experts_ = _core.draw_case(header, *space)[0].shape
+        wanted = tokens_ * experts_ * _BYTES_PER_LOGIT + _FAMILY_BYTES + 2 * experts_
+        body = min(wanted, max_bytes - _HEADER_BYTES)
+        data = header + b"".join(draw_bytes(block) for _ in range(-(-body // _BLOCK)))
+        logits, case_k, split, raw = _core.draw_family_case(data, *space, contract)
+        if not allow_nan:
+            logits[np.isnan(logits)] = np.finfo(np.float32).max
+        return FamilyCase(logits, case_k, split, _family.to_dict(raw)), raw[7]
+
+    def keep(drawn):
+        case, struct_short = drawn
+        return struct_short == 0 and (allow_invalid or case.valid)
+
+    return draw().filter(keep).map(lambda drawn: drawn[0])

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bindings.hpp"
+#include "family.hpp"
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
 
@@ -14,27 +15,52 @@ namespace py = pybind11;
 
 namespace moe::python {
 
+namespace {
+
+py::array_t<float> logitsArray(const fuzz::Case& c) {
+  py::array_t<float> logits(
+      {static_cast<py::ssize_t>(c.tokens), static_cast<py::ssize_t>(c.experts)});
+  if (!c.logits.empty()) {
+    std::memcpy(logits.mutable_data(), c.logits.data(), c.logits.size() * sizeof(float));
+  }
+  return logits;
+}
+
+fuzz::SpanSource sourceOf(std::string_view bytes) {
+  return fuzz::SpanSource(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace
+
 void bindCases(py::module_& m) {
   m.def(
       "draw_case",
       [](const py::bytes& data, const std::string& experts, const std::string& k,
          const std::string& tokens) {
-        const std::string_view bytes = data;
-        fuzz::SpanSource source(
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+        fuzz::SpanSource source = sourceOf(data);
         const fuzz::Case c =
             fuzz::drawCase(source, fuzz::shapeSpaceFor({}, experts, k, tokens, ""));
-        py::array_t<float> logits(
-            {static_cast<py::ssize_t>(c.tokens), static_cast<py::ssize_t>(c.experts)});
-        if (!c.logits.empty()) {
-          std::memcpy(logits.mutable_data(), c.logits.data(), c.logits.size() * sizeof(float));
-        }
-        return py::make_tuple(logits, c.k, c.split, c.threads, c.variant, c.allowNaN);
+        return py::make_tuple(logitsArray(c), c.k, c.split, c.threads, c.variant, c.allowNaN);
       },
       py::arg("data"), py::arg("experts"), py::arg("k"), py::arg("tokens"),
       "drawCase over these bytes (zeros past the end) at the shapes given as the command's "
       "value-and-range lists ('' for the default): (logits [T, E] float32, k, split, threads, "
       "variant, allow_nan).");
+  m.def(
+      "draw_family_case",
+      [](const py::bytes& data, const std::string& experts, const std::string& k,
+         const std::string& tokens, const std::string& contract) {
+        // The families come from a v2 contract's "families", read by the contract's parser.
+        const fuzz::Contract parsed = fuzz::parseContract(contract);
+        fuzz::SpanSource source = sourceOf(data);
+        const fuzz::Case c = fuzz::drawFamilyCase(
+            source, fuzz::shapeSpaceFor({}, experts, k, tokens, ""), parsed.families);
+        return py::make_tuple(logitsArray(c), c.k, c.split, familyToTuple(*c.family));
+      },
+      py::arg("data"), py::arg("experts"), py::arg("k"), py::arg("tokens"), py::arg("contract"),
+      "drawFamilyCase over these bytes (zeros past the end), the families of the v2 contract "
+      "given as JSON text: (logits [T, E] float32, k, split, the family's raw tuple).");
 }
 
 }  // namespace moe::python

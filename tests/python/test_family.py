@@ -9,8 +9,10 @@ import subprocess
 import family_routers as fr
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
 
 from moe_oracle import assert_routes, fuzz, judge
+from moe_oracle.strategies import FamilyCase, family_cases
 
 DEEPSEEK_V3 = {"score": "sigmoid", "groups": 8, "topk_groups": 4, "group_score": "top2_sum",
                "renormalize": True, "scale": 2.5}
@@ -247,3 +249,63 @@ def test_the_family_reaches_a_torch_function_as_tensors(tmp_path):
                  contract={**fr.CONTRACT, "array": "torch"})
     assert report.ok, str(report)
     assert seen and all(isinstance(b, torch.Tensor) and b.dtype == torch.float32 for b in seen)
+
+
+# --- Hypothesis: moe_oracle.strategies.family_cases ---------------------------------------
+
+SEARCH = settings(max_examples=2000, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+FIRST = settings(SEARCH, phases=[Phase.generate])  # the first case found, not shrunk
+
+
+@settings(max_examples=150, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(family_cases(experts="1-64", tokens="1-8"))
+def test_the_correct_router_passes_every_drawn_family_case(case):
+    assert case.valid
+    ids, gates = fr.correct(case.logits, case.k, case.family)
+    result = judge(case.logits, ids, gates, case.k, fr.CONTRACT, family=case.family)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("what, test", [
+    ("sigmoid with a bias and top-2 sums",
+     lambda c: c.family["score"] == "sigmoid" and c.family["bias"] is not None
+     and c.family["group_score"] == "top2_sum" and c.family["groups"] > 1),
+    ("k above the eligible experts",
+     lambda c: c.family["groups"] > 1 and c.k > c.family["topk_groups"] * c.experts
+     // c.family["groups"]),
+    ("a scale other than 1 without renormalising",
+     lambda c: c.family["scale"] != 1 and not c.family["renormalize"]),
+    ("invalid parameters", lambda c: not c.valid),
+])
+def test_each_family_structure_is_drawn(what, test):
+    case = find(family_cases(experts="1-16", tokens="1-4", allow_invalid=True), test,
+                settings=FIRST)
+    assert isinstance(case, FamilyCase) and "FamilyCase(k=" in repr(case)
+
+
+def test_only_the_families_asked_for_are_drawn():
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(family_cases(scores=["sigmoid"], groups=False, bias=False))
+    def only_sigmoid(case):
+        assert case.family["score"] == "sigmoid" and case.family["groups"] == 1
+        assert case.family["bias"] is None
+
+    only_sigmoid()
+    with pytest.raises(ValueError, match="families.scores"):
+        family_cases(scores=["tanh"])
+
+
+def test_hypothesis_finds_and_shrinks_the_gate_bias_bug():
+    def broken(case):
+        ids, gates = fr.gate_bias(case.logits, case.k, case.family)
+        return not judge(case.logits, ids, gates, case.k, fr.CONTRACT, family=case.family).ok
+
+    case = find(family_cases(experts="1-16", tokens="1-4"), broken, settings=SEARCH)
+    # a handful of experts (E = 1 in our runs: a softmax score 1, a key 1 + b)
+    assert case.family["bias"] is not None and case.tokens == 1, repr(case)
+    assert case.experts <= 4, repr(case)
+    ids, gates = fr.gate_bias(case.logits, case.k, case.family)
+    result = judge(case.logits, ids, gates, case.k, fr.CONTRACT, family=case.family)
+    assert {v.kind for v in result.violations} <= {"gate-bias", "gate-nonfinite"}, str(result)
