@@ -39,7 +39,9 @@ def grouped_topk(gating_output, topk, *, renormalize, num_expert_group=1, topk_g
     if e_score_correction_bias is not None:
         scores = scores + e_score_correction_bias.unsqueeze(0)
     if num_expert_group > 1:
-        grouped = scores.view(tokens, num_expert_group, -1)
+        # Sizes spelled out: view(T, G, -1) and reshape(T, -1), as vLLM writes them, are
+        # ambiguous at T = 0, a RuntimeError on an empty batch that the fuzzer found.
+        grouped = scores.view(tokens, num_expert_group, experts // num_expert_group)
         if group_score == "top2_sum":
             group_scores = grouped.topk(2, dim=-1)[0].sum(dim=-1)
         else:
@@ -47,7 +49,7 @@ def grouped_topk(gating_output, topk, *, renormalize, num_expert_group=1, topk_g
         group_idx = torch.topk(group_scores, k=topk_group, dim=-1, sorted=False)[1]
         group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
         score_mask = group_mask.unsqueeze(-1).expand(
-            tokens, num_expert_group, experts // num_expert_group).reshape(tokens, -1)
+            tokens, num_expert_group, experts // num_expert_group).reshape(tokens, experts)
         scores = scores.masked_fill(~score_mask.bool(), float("-inf"))
     topk_ids = torch.topk(scores, k=topk, dim=-1, sorted=False)[1]
     topk_weights = (scores if gates_with_bias else original).gather(1, topk_ids)
