@@ -8,8 +8,10 @@ extension ``moe_oracle._core``; this package only converts arrays and arguments.
 - ``assert_routes(...)``: the same, raising AssertionError with that explanation;
 - ``fuzz(fn, ...)`` -> FuzzReport (the fields of ``moe-oracle fuzz --json``);
 - ``python3 -m moe_oracle fuzz package.module:function [flags]``;
-- ``moe_oracle.strategies.routing_cases(...)``: Hypothesis strategies over the same
-  generator.
+- ``moe_oracle.strategies.routing_cases(...)``, ``family_cases(...)``: Hypothesis
+  strategies over the same generators;
+- the routing family (moe_route_v2): ``judge(..., family={...})`` and ``fuzz`` under an
+  ``"abi": "moe_route_v2"`` contract, calling ``fn(logits, k, family)``.
 
 docs/python.md documents all of it.
 """
