@@ -56,7 +56,8 @@ def _parser():
     fuzz = commands.add_parser(
         "fuzz", help="fuzz fn(logits, k) -> (ids, gates) against the oracle",
         description="Fuzz a Python router against the oracle, as `moe-oracle fuzz` does a "
-                    "shared library.")
+                    "shared library: fn(logits, k), or fn(logits, k, family) under a contract "
+                    'with "abi": "moe_route_v2" (docs/python.md, "The routing family").')
     fuzz.add_argument("target", help="package.module:function (imported from the current "
                                      "directory and sys.path)")
     fuzz.add_argument("--seconds", type=float, default=10, help="time limit (default 10)")

@@ -5,6 +5,7 @@ outside route_abi.h's domain are a ValueError naming the field."""
 
 import json
 import subprocess
+import sys
 
 import family_routers as fr
 import numpy as np
@@ -309,3 +310,16 @@ def test_hypothesis_finds_and_shrinks_the_gate_bias_bug():
     ids, gates = fr.gate_bias(case.logits, case.k, case.family)
     result = judge(case.logits, ids, gates, case.k, fr.CONTRACT, family=case.family)
     assert {v.kind for v in result.violations} <= {"gate-bias", "gate-nonfinite"}, str(result)
+
+
+# --- python3 -m moe_oracle fuzz ------------------------------------------------------------
+
+def test_the_command_line_fuzzes_a_family_function_under_a_v2_contract(
+        tmp_path, env_with_package):
+    done = subprocess.run(
+        [sys.executable, "-m", "moe_oracle", "fuzz", "family_routers:group_max", "--seconds",
+         "10", "--seed", "3", "--experts", "1-64", "--tokens", "1-16", "--shrink-seconds", "3",
+         "--contract", json.dumps(fr.CONTRACT), "--out", str(tmp_path)],
+        capture_output=True, text=True, env=env_with_package, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[-1] == "moe-oracle: family_routers.group_max-kept-group"
