@@ -10,48 +10,24 @@
 #include <string>
 #include <vector>
 
+#include "family_token.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
 namespace {
 
-struct Token {
-  std::vector<float> x;
-  Family f;
-  int32_t k = 1;
-  std::vector<int32_t> ids;
-  std::vector<float> gates;
-};
+using family_test::budgetEdge;
+using family_test::judgeAt;
+using family_test::Token;
 
-Verdict judgeAt(const Token& t, double expMaxUlp, LevelCounters& levels) {
-  Contract c;
-  c.expMaxUlp = expMaxUlp;  // the budgets grow with the contract's exp_max_ulp
-  return judgeFamilyToken(t.x, t.f, t.k, t.ids, t.gates, c, VerdictConfig{}, levels);
-}
-
-// The smallest exp_max_ulp (to binary64's resolution) at which the router's choice is not a
-// violation: the displaced expert beats the kept one by the budget to within ~2^-52.
-double edgeOfAcceptance(const Token& t) {
-  double lo = 0, hi = 1e9;  // a violation at lo, none at hi
-  LevelCounters scratch;
-  EXPECT_EQ(judgeAt(t, lo, scratch).outcome, Outcome::kViolation);
-  EXPECT_NE(judgeAt(t, hi, scratch).outcome, Outcome::kViolation);
-  for (int i = 0; i < 200; ++i) {
-    const double mid = lo + (hi - lo) / 2;
-    if (mid == lo || mid == hi) break;
-    (judgeAt(t, mid, scratch).outcome == Outcome::kViolation ? lo : hi) = mid;
-  }
-  return hi;
-}
-
-// Just above that edge the difference is inside the budget by less than the binary64
-// filter's error (its bands straddle the boundary: it cannot exclude a violation) but by more
-// than the certified bands' width (MPFR scores, 2^-60 relative, and the bands' binary64
+// Just above the edge of acceptance (budgetEdge) the difference is inside the budget by less than
+// the binary64 filter's error (its bands straddle the boundary: it cannot exclude a violation) but
+// by more than the certified bands' width (MPFR scores, 2^-60 relative, and the bands' binary64
 // ends). Walking up from the edge by relative steps 2^-52, 2^-51, ... the first budget the
 // verdict places is therefore placed by the certified level; the verdict must accept the
 // router there and count that level, neither binary64 nor "undecided".
 void expectAcceptedByTheCertifiedLevel(const Token& t) {
-  const double edge = edgeOfAcceptance(t);
+  const double edge = budgetEdge(t).acceptance;
   for (int j = 52; j >= 20; --j) {
     const double c = edge * (1 + std::ldexp(1.0, -j));
     LevelCounters levels;

@@ -7,52 +7,30 @@
 #include <string>
 #include <vector>
 
+#include "family_token.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
 namespace {
 
-struct Token {
-  std::vector<float> x;
-  Family f;
-  int32_t k = 1;
-  std::vector<int32_t> ids;
-  std::vector<float> gates;
-};
+using family_test::budgetEdge;
+using family_test::judgeAt;
+using family_test::Token;
 
-Verdict judge(const Token& t, double expMaxUlp, LevelCounters& levels) {
-  Contract c;
-  c.expMaxUlp = expMaxUlp;
-  return judgeFamilyToken(t.x, t.f, t.k, t.ids, t.gates, c, VerdictConfig{}, levels);
-}
-
-// The budget grows with the contract's exp_max_ulp; bisect it to the last value where the
-// router's displaced expert still beats its kept one beyond the budget. There the
+// The budget grows with the contract's exp_max_ulp; budgetEdge bisects it to the last value
+// where the router's displaced expert still beats its kept one beyond the budget. There the
 // difference exceeds the budget by less than the binary64 filter's error (~2^-50
 // relative) but more than the MPFR enclosures' (2^-60): only the certified level sees the
 // violation, which the judge once gave to the router as undecided.
-double edgeOfViolation(const Token& t) {
-  double lo = 0, hi = 1e9;  // a violation at lo, none at hi
-  LevelCounters scratch;
-  EXPECT_EQ(judge(t, lo, scratch).outcome, Outcome::kViolation);
-  EXPECT_NE(judge(t, hi, scratch).outcome, Outcome::kViolation);
-  for (int i = 0; i < 200 && lo < hi; ++i) {
-    const double mid = lo + (hi - lo) / 2;
-    if (mid == lo || mid == hi) break;
-    (judge(t, mid, scratch).outcome == Outcome::kViolation ? lo : hi) = mid;
-  }
-  return lo;
-}
-
 TEST(FamilySelection, KeyDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   Token t;  // sigmoid, one group: the router keeps expert 0, expert 1 scores higher
   t.x = {0.0f, 1e-4f};
   t.f.score = 1;
   t.ids = {0};
   t.gates = {1.0f};
-  const double c = edgeOfViolation(t);
+  const double c = budgetEdge(t).violation;
   LevelCounters levels;
-  const Verdict v = judge(t, c, levels);
+  const Verdict v = judgeAt(t, c, levels);
   ASSERT_EQ(v.outcome, Outcome::kViolation) << v.certificate;
   EXPECT_EQ(v.kind, ViolationKind::kBiasedKey);
   EXPECT_NE(v.certificate.find("certified"), std::string::npos) << v.certificate;
@@ -73,9 +51,9 @@ TEST(FamilySelection, GroupDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   t.ids = {0, 1};  // group 0's experts, in key order
   const double s0 = 1 / (1 + std::exp(-0.5)), s1 = 1 / (1 + std::exp(0.25));
   t.gates = {static_cast<float>(s0 / (s0 + s1)), static_cast<float>(s1 / (s0 + s1))};
-  const double c = edgeOfViolation(t);
+  const double c = budgetEdge(t).violation;
   LevelCounters levels;
-  const Verdict v = judge(t, c, levels);
+  const Verdict v = judgeAt(t, c, levels);
   ASSERT_EQ(v.outcome, Outcome::kViolation) << v.certificate;
   EXPECT_EQ(v.kind, ViolationKind::kKeptGroup) << v.certificate;
   EXPECT_EQ(levels.selectionCertified, 1u);
@@ -93,7 +71,7 @@ TEST(FamilySelection, CountsOncePerToken) {
   t.ids = {0, 4, 5};
   for (int32_t e : t.ids) t.gates.push_back(1.0f / (1.0f + std::exp(0.0f - t.x[e])));
   LevelCounters levels;
-  const Verdict v = judge(t, 1.0, levels);
+  const Verdict v = judgeAt(t, 1.0, levels);
   EXPECT_NE(v.outcome, Outcome::kViolation) << v.certificate;
   EXPECT_EQ(levels.selectionDouble, 1u);  // once, not once per kept group
   EXPECT_EQ(levels.selectionCertified + levels.selectionUndecided, 0u);
