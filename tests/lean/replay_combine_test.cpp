@@ -11,6 +11,7 @@
 #include <moe/oracle/combine.hpp>
 #include <moe/oracle/softmax.hpp>
 
+#include "expect_same.hpp"
 #include "float_bounds.hpp"
 #include "lean_vectors.hpp"
 
@@ -19,35 +20,6 @@ namespace {
 
 namespace oracle = moe::oracle;
 namespace certified = moe::oracle::certified;
-
-template <class A>
-bool sameValue(const A& a, const A& b) {
-  if constexpr (std::is_same_v<A, mpq_class>) {
-    return a == b;
-  } else {
-    return sameBits(a, b);
-  }
-}
-
-template <class A>
-std::string text(const A& a) {
-  if constexpr (std::is_same_v<A, mpq_class>) {
-    return a.get_str();
-  } else {
-    return hexOf(a);
-  }
-}
-
-template <class A>
-void expectSame(const json& t, const char* what, const std::vector<A>& actual,
-                const std::vector<A>& expected) {
-  ASSERT_EQ(actual.size(), expected.size()) << describe(t) << " " << what;
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_TRUE(sameValue(actual[i], expected[i]))
-        << describe(t) << " " << what << "[" << i << "]: oracle " << text(actual[i]) << ", Lean "
-        << text(expected[i]);
-  }
-}
 
 template <class A>
 std::vector<std::vector<A>> matFromJson(const json& rows) {
@@ -136,8 +108,12 @@ void checkForwardFlags(const json& t, const std::vector<A>& logits, const std::v
   if (hasFlag(t, "InfiniteDisplacedExpert") && !hasFlag(t, "NonFiniteRow")) {
     EXPECT_TRUE(anyNaN(dense) && !anyNaN(sparse)) << describe(t) << ": dense must be NaN";
   }
-  if (anyNaN(gates)) EXPECT_TRUE(hasFlag(t, "NonFiniteRow")) << describe(t);
-  if (hasFlag(t, "NonFiniteRow") && k > 0) EXPECT_TRUE(anyNaN(gates)) << describe(t);
+  if (anyNaN(gates)) {
+    EXPECT_TRUE(hasFlag(t, "NonFiniteRow")) << describe(t);
+  }
+  if (hasFlag(t, "NonFiniteRow") && k > 0) {
+    EXPECT_TRUE(anyNaN(gates)) << describe(t);
+  }
   if (hasFlag(t, "NearTieAtKeptBoundary")) {
     const auto order = oracle::keptExperts(k + 1, std::span<const A>(logits));
     ASSERT_GT(order.size(), k) << describe(t);

@@ -17,41 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "expect_same.hpp"
 #include "lean_vectors.hpp"
 
 namespace moe::lean {
 namespace {
 
 namespace oracle = moe::oracle;
-
-template <class A>
-bool same(const A& a, const A& b) {
-  if constexpr (std::is_same_v<A, mpq_class>) {
-    return a == b;
-  } else {
-    return sameBits(a, b);
-  }
-}
-
-template <class A>
-std::string show(const A& x) {
-  if constexpr (std::is_same_v<A, mpq_class>) {
-    return x.get_str();
-  } else {
-    return hexOf(x);
-  }
-}
-
-template <class A>
-void expectSame(const json& t, const std::string& what, const std::vector<A>& actual,
-                const std::vector<A>& expected) {
-  ASSERT_EQ(actual.size(), expected.size()) << describe(t) << " " << what;
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_TRUE(same(actual[i], expected[i]))
-        << describe(t) << " " << what << "[" << i << "]: oracle " << show(actual[i]) << ", Lean "
-        << show(expected[i]);
-  }
-}
 
 // The parameters of a test, owning the bias the RouteParams' span points into.
 template <class A>

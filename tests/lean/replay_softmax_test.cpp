@@ -12,6 +12,7 @@
 #include <moe/oracle/softmax.hpp>
 #include <optional>
 
+#include "expect_same.hpp"
 #include "float_bounds.hpp"
 #include "lean_vectors.hpp"
 
@@ -20,17 +21,6 @@ namespace {
 
 namespace oracle = moe::oracle;
 namespace certified = moe::oracle::certified;
-
-template <class A>
-void expectBits(const json& t, const char* what, const std::vector<A>& actual,
-                const std::vector<A>& expected) {
-  ASSERT_EQ(actual.size(), expected.size()) << describe(t) << " " << what;
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_TRUE(sameBits(actual[i], expected[i]))
-        << describe(t) << " " << what << "[" << i << "]: oracle " << hexOf(actual[i]) << ", Lean "
-        << hexOf(expected[i]);
-  }
-}
 
 // The logits as binary32 numbers, when each one is exactly a binary32 number.
 template <class A>
@@ -52,12 +42,12 @@ void replaySoftmax(const json& t, std::size_t& enclosures) {
   std::vector<A> arguments;
   const auto probs =
       oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
-  expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
+  expectSame(t, "probs", probs, vecFromJson<A>(t.at("probs")));
   // Each exp argument is x_i - m with Lean's m: the oracle's max fold is Lean's maxOfLe.
   std::vector<A> expectedArguments;
   expectedArguments.reserve(logits.size());
   for (const A& x : logits) expectedArguments.push_back(x - leanMax);
-  expectBits(t, "exp argument", arguments, expectedArguments);
+  expectSame(t, "exp argument", arguments, expectedArguments);
   // The denominator is the left fold from +0 of Lean's exps.
   A d = oracle::Context<A>::zero();
   for (const A& e : leanExps) d = oracle::Context<A>::add(d, e);
@@ -90,12 +80,12 @@ void replayGates(const json& t) {
   std::vector<A> arguments;
   const auto probs =
       oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
-  expectBits(t, "probs", probs, vecFromJson<A>(t.at("probs")));
+  expectSame(t, "probs", probs, vecFromJson<A>(t.at("probs")));
   EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " softmax";
   arguments.clear();
   const auto gates =
       oracle::gatesVecSpecWith(k, std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
-  expectBits(t, "gates", gates, vecFromJson<A>(t.at("gates")));
+  expectSame(t, "gates", gates, vecFromJson<A>(t.at("gates")));
   EXPECT_EQ(expArgumentMismatch(logits, leanMax, arguments), "") << describe(t) << " gates";
   const bool nonFinite = std::any_of(probs.begin(), probs.end(), [](A p) { return std::isnan(p); });
   if (!nonFinite) {
