@@ -239,11 +239,15 @@ struct GroupNetwork {
   }
 };
 
-// Group scores for G <= 16 groups of whole vectors (no NaN key), as GroupScoresAligned.
-HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& net,
-                                   FamilyScratch& scratch) {
-  const int32_t size = p.groupSize();
-  const float* c = scratch.keys.data();
+// Each group's score and second key in lane g (lanes past G hold nothing meaningful), from
+// the keys `c` of G <= 16 groups of `size` keys, whole vectors, no NaN: for the exact rows
+// (GroupScoresNetwork) and the screened ones (ScreenGroups) alike.
+struct GroupLanes {
+  __m512 score, second;
+};
+
+HWY_INLINE GroupLanes GroupScoreLanes(const FamilyParams& p, const GroupNetwork& net,
+                                      const float* c, int32_t size) {
   Top2 v[16];
   for (int32_t g = 0; g < p.groups; ++g) {
     const float* cg = c + int64_t{g} * size;
@@ -260,12 +264,19 @@ HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& ne
   // (0 + best) + second, as the spec sums; the max is the best alone.
   const __m512 score =
       p.top2Sum ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), r.m1), r.m2) : r.m1;
+  const __m512i order = _mm512_load_si512(net.laneOf);
+  return {_mm512_permutexvar_ps(order, score), _mm512_permutexvar_ps(order, r.m2)};
+}
+
+// Group scores for G <= 16 groups of whole vectors (no NaN key), as GroupScoresAligned.
+HWY_INLINE void GroupScoresNetwork(const FamilyParams& p, const GroupNetwork& net,
+                                   FamilyScratch& scratch) {
+  const GroupLanes lanes = GroupScoreLanes(p, net, scratch.keys.data(), p.groupSize());
   // Group g's score to lane g, stored whole: KeepGroupsVector reloads it whole (single
   // stores of each would stall that load on store forwarding).
-  const __m512i order = _mm512_load_si512(net.laneOf);
-  _mm512_storeu_ps(scratch.groupScore.data(), _mm512_permutexvar_ps(order, score));
+  _mm512_storeu_ps(scratch.groupScore.data(), lanes.score);
   // Each group's second key, for the selection's threshold (SelectAndWrite).
-  _mm512_storeu_ps(scratch.groupSecond.data(), _mm512_permutexvar_ps(order, r.m2));
+  _mm512_storeu_ps(scratch.groupSecond.data(), lanes.second);
 }
 #else
 #define MOE_GROUP_NETWORK 0
@@ -655,30 +666,12 @@ HWY_INLINE bool ScreenGroups(const FamilyParams& p, const RowsSetup& setup, Fami
   const float* est = scratch.keys.data();
   float floor = std::numeric_limits<float>::quiet_NaN();
   if (p.groups > 1) {
-    // The group scores and seconds (lane g: group g), as GroupScoresNetwork computes them,
-    // kept in registers; each group ranked by the groups that beat it, as
-    // KeepGroupsVector ranks them.
-    const GroupNetwork& net = *setup.network;
-    Top2 v[16];
-    for (int32_t g = 0; g < p.groups; ++g) {
-      const float* cg = est + int64_t{g} * setup.size;
-      __m512 m1 = _mm512_loadu_ps(cg);
-      __m512 m2 = _mm512_set1_ps(kNegInf);
-      for (int32_t b = 16; b < setup.size; b += 16) {
-        const __m512 x = _mm512_loadu_ps(cg + b);
-        m2 = _mm512_max_ps(m2, _mm512_min_ps(m1, x));
-        m1 = _mm512_max_ps(m1, x);
-      }
-      v[g] = {m1, m2};
-    }
-    const Top2 top = ReduceGroups<false>(v, p.groups);
-    const __m512 score =
-        p.top2Sum ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), top.m1), top.m2) : top.m1;
-    const __m512i order = _mm512_load_si512(net.laneOf);
+    // The group scores and seconds (lane g: group g) of the estimated keys, kept in
+    // registers; each group ranked by the groups that beat it, as KeepGroupsVector ranks
+    // them.
+    const GroupLanes lanes = GroupScoreLanes(p, *setup.network, est, setup.size);
     const auto valid = static_cast<__mmask16>((1u << p.groups) - 1);
-    const __m512 gs =
-        _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), valid, _mm512_permutexvar_ps(order, score));
-    const __m512 second = _mm512_permutexvar_ps(order, top.m2);
+    const __m512 gs = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), valid, lanes.score);
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     __m512i rank = _mm512_setzero_si512();
     for (int32_t j = 0; j < p.groups; ++j) {
@@ -710,7 +703,7 @@ HWY_INLINE bool ScreenGroups(const FamilyParams& p, const RowsSetup& setup, Fami
     }
     // Two estimated keys of each kept group reach its second: a threshold when that
     // makes kk.
-    if (2 * p.topkGroups >= setup.kk) floor = _mm512_mask_reduce_min_ps(kept, second);
+    if (2 * p.topkGroups >= setup.kk) floor = _mm512_mask_reduce_min_ps(kept, lanes.second);
   } else {
     r.blocks = p.experts / 16;
     for (int32_t i = 0; i < r.blocks; ++i) r.blockStart[i] = 16 * i;
