@@ -23,7 +23,7 @@ void launchEmulated(std::int32_t tokens, std::int32_t experts, std::int32_t k, c
   });
 }
 
-// Mirrors launchRoute in route_cuda.cu: the smallest V with 32 * V >= experts.
+// As launchRoute in route_cuda.cu picks the kernel (withLanesFor).
 Routed routeEmulated(std::int32_t tokens, std::int32_t experts, std::int32_t k,
                      const std::vector<float>& logits) {
   Routed out{std::vector<std::int32_t>(static_cast<std::size_t>(tokens) * k, -7),
@@ -31,19 +31,8 @@ Routed routeEmulated(std::int32_t tokens, std::int32_t experts, std::int32_t k,
   const float* l = logits.data();
   std::int32_t* ids = out.ids.data();
   float* g = out.gates.data();
-  if (experts <= 32) {
-    launchEmulated<1>(tokens, experts, k, l, ids, g);
-  } else if (experts <= 64) {
-    launchEmulated<2>(tokens, experts, k, l, ids, g);
-  } else if (experts <= 128) {
-    launchEmulated<4>(tokens, experts, k, l, ids, g);
-  } else if (experts <= 256) {
-    launchEmulated<8>(tokens, experts, k, l, ids, g);
-  } else if (experts <= 512) {
-    launchEmulated<16>(tokens, experts, k, l, ids, g);
-  } else {
-    launchEmulated<32>(tokens, experts, k, l, ids, g);
-  }
+  moe::cuda::detail::withLanesFor(
+      experts, [&](auto lanes) { launchEmulated<lanes.value>(tokens, experts, k, l, ids, g); });
   return out;
 }
 

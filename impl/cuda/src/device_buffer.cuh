@@ -1,5 +1,5 @@
-// What both ABIs' host code needs of the device: an owned allocation, and whether a GPU is
-// there at all.
+// What both ABIs' host code shares: an owned device allocation, whether a GPU is there at
+// all, the answers that need no device, and the results' way back.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,7 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
+
+#include "moe/cuda/route_cuda.hpp"
+#include "moe/route_abi.h"
 
 namespace moe::cuda::detail {
 
@@ -42,6 +46,23 @@ inline bool deviceUsable() {
     return false;
   }
   return count > 0;
+}
+
+// What a call whose arguments passed is answered without the device, as both ABIs answer
+// it: no slots (OK), no experts (every slot empty: -1 and 0), more experts than the kernel
+// takes or no usable GPU (EUNSUPPORTED, nothing written); nullopt: the device's work.
+inline std::optional<int> answerOnHost(std::size_t slots, std::int32_t experts, std::int32_t* ids,
+                                       float* gates) {
+  if (slots == 0) return MOE_ROUTE_OK;
+  if (experts == 0) {
+    for (std::size_t s = 0; s < slots; ++s) {
+      ids[s] = -1;
+      gates[s] = 0.0f;
+    }
+    return MOE_ROUTE_OK;
+  }
+  if (experts > kMaxExperts || !deviceUsable()) return MOE_ROUTE_EUNSUPPORTED;
+  return std::nullopt;
 }
 
 // The kernel's ids and gates (`slots` of each) into the caller's buffers, through host

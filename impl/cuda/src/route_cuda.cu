@@ -19,7 +19,6 @@ namespace moe::cuda {
 namespace {
 
 using detail::DeviceBuffer;
-using detail::deviceUsable;
 
 // Launches the kernel specialised for the smallest V with 32 * V >= experts.
 cudaError_t launchRoute(std::int32_t tokens, std::int32_t experts, std::int32_t k,
@@ -29,19 +28,10 @@ cudaError_t launchRoute(std::int32_t tokens, std::int32_t experts, std::int32_t 
   const unsigned blocks = static_cast<unsigned>(
       (static_cast<std::int64_t>(tokens) + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const dim3 grid(blocks), block(detail::kWarp * kWarpsPerBlock);
-  if (experts <= 32) {
-    routeProbsKernel<1><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  } else if (experts <= 64) {
-    routeProbsKernel<2><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  } else if (experts <= 128) {
-    routeProbsKernel<4><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  } else if (experts <= 256) {
-    routeProbsKernel<8><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  } else if (experts <= 512) {
-    routeProbsKernel<16><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  } else {
-    routeProbsKernel<32><<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
-  }
+  detail::withLanesFor(experts, [&](auto lanes) {
+    routeProbsKernel<lanes.value>
+        <<<grid, block, 0, stream>>>(tokens, experts, k, logits, ids, gates);
+  });
   return cudaGetLastError();
 }
 
@@ -136,15 +126,7 @@ __attribute__((visibility("default"))) int moe_route_v1(int32_t tokens, int32_t 
   const int argument_status = checkArguments(tokens, experts, k, logits, ids, gates);
   if (argument_status != MOE_ROUTE_OK) return argument_status;
   const std::size_t slot_count = static_cast<std::size_t>(tokens) * k;
-  if (slot_count == 0) return MOE_ROUTE_OK;
-  if (experts == 0) {  // every slot empty; no device needed
-    for (std::size_t s = 0; s < slot_count; ++s) {
-      ids[s] = -1;
-      gates[s] = 0.0f;
-    }
-    return MOE_ROUTE_OK;
-  }
-  if (experts > kMaxExperts || !deviceUsable()) return MOE_ROUTE_EUNSUPPORTED;
+  if (const auto answer = detail::answerOnHost(slot_count, experts, ids, gates)) return *answer;
 
   const std::size_t logit_count = static_cast<std::size_t>(tokens) * experts;
   DeviceBuffer device_logits(logit_count * sizeof(float));

@@ -20,26 +20,16 @@ using detail::DeviceBuffer;
 using detail::FamilyKernelParams;
 using detail::routeFamilyKernel;
 
-// The kernel specialised for the smallest V with 32 * V >= experts.
+// The kernel specialised for the row's width (withLanesFor).
 cudaError_t launchFamily(const FamilyKernelParams& p, const float* logits, std::int32_t* ids,
                          float* gates) {
   using detail::kWarpsPerBlock;
   const unsigned blocks = static_cast<unsigned>(
       (static_cast<std::int64_t>(p.tokens) + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const dim3 grid(blocks), block(detail::kWarp * kWarpsPerBlock);
-  if (p.experts <= 32) {
-    routeFamilyKernel<1><<<grid, block>>>(p, logits, ids, gates);
-  } else if (p.experts <= 64) {
-    routeFamilyKernel<2><<<grid, block>>>(p, logits, ids, gates);
-  } else if (p.experts <= 128) {
-    routeFamilyKernel<4><<<grid, block>>>(p, logits, ids, gates);
-  } else if (p.experts <= 256) {
-    routeFamilyKernel<8><<<grid, block>>>(p, logits, ids, gates);
-  } else if (p.experts <= 512) {
-    routeFamilyKernel<16><<<grid, block>>>(p, logits, ids, gates);
-  } else {
-    routeFamilyKernel<32><<<grid, block>>>(p, logits, ids, gates);
-  }
+  detail::withLanesFor(p.experts, [&](auto lanes) {
+    routeFamilyKernel<lanes.value><<<grid, block>>>(p, logits, ids, gates);
+  });
   return cudaGetLastError();
 }
 
@@ -58,15 +48,7 @@ __attribute__((visibility("default"))) int moe_route_v2(const moe_route_params_v
   moe::detail::FamilyParams fp;
   if (const int rc = moe::detail::checkParamsV2(p, logits, ids, gates, &fp); rc != 0) return rc;
   const std::size_t slotCount = static_cast<std::size_t>(p->tokens) * fp.k;
-  if (slotCount == 0) return MOE_ROUTE_OK;
-  if (fp.experts == 0) {  // every slot empty; no device needed
-    for (std::size_t s = 0; s < slotCount; ++s) {
-      ids[s] = -1;
-      gates[s] = 0.0f;
-    }
-    return MOE_ROUTE_OK;
-  }
-  if (fp.experts > kMaxExperts || !detail::deviceUsable()) return MOE_ROUTE_EUNSUPPORTED;
+  if (const auto answer = detail::answerOnHost(slotCount, fp.experts, ids, gates)) return *answer;
 
   const std::size_t logitCount = static_cast<std::size_t>(p->tokens) * fp.experts;
   DeviceBuffer deviceLogits(logitCount * sizeof(float));

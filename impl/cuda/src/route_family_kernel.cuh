@@ -65,37 +65,6 @@ __device__ float groupScore(const float (&c)[V], int lane, std::int32_t experts,
   return top2Sum ? t.b1 + t.b2 : t.b1;
 }
 
-// One round of a warp argmax over the candidates of `open` (bit j: register j is one):
-// this lane's best first (indices grow with j, so a strict > keeps the lower index on
-// ties), then the butterfly under beats. A lane with no candidate offers index 0x7fffffff,
-// which loses to any real index of the same value. `carry` travels with the winner.
-template <int V>
-__device__ void warpArgmax(const float (&key)[V], const float (&carry)[V], unsigned open, int lane,
-                           float& best, int& bestIndex, float& bestCarry) {
-  best = -INFINITY;
-  bestIndex = 0x7fffffff;
-  bestCarry = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    if ((open & (1u << j)) && (bestIndex == 0x7fffffff || key[j] > best)) {
-      best = key[j];
-      bestIndex = lane + kWarp * j;
-      bestCarry = carry[j];
-    }
-  }
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    const float other = __shfl_xor_sync(kFullMask, best, offset);
-    const int otherIndex = __shfl_xor_sync(kFullMask, bestIndex, offset);
-    const float otherCarry = __shfl_xor_sync(kFullMask, bestCarry, offset);
-    if (beats(other, otherIndex, best, bestIndex)) {
-      best = other;
-      bestIndex = otherIndex;
-      bestCarry = otherCarry;
-    }
-  }
-}
-
 template <int V>
 __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     routeFamilyKernel(FamilyKernelParams p, const float* __restrict__ logits,
@@ -142,20 +111,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
         if (present & (1u << j)) s[j] = 1.0f / (1.0f + expf(-s[j]));
       }
     } else {
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        if (present & (1u << j)) {
-          s[j] = expf(s[j] - m);
-          sum += s[j];
-        }
-      }
-#pragma unroll
-      for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-        sum += __shfl_xor_sync(kFullMask, sum, offset);
-      }
-#pragma unroll
-      for (int j = 0; j < V; ++j) s[j] = s[j] / sum;
+      warpSoftmax(s, present, m);
     }
     bool nanKey = false;
 #pragma unroll
@@ -170,12 +126,11 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
   // Eligibility: every expert without groups, else those of the kept groups.
   unsigned eligible = present;
   if (!nonfinite && p.groups > 1) {
-    float score[V], unused[V];
+    float score[V];
     unsigned groupOpen = 0;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       score[j] = -INFINITY;
-      unused[j] = 0.0f;
     }
     bool nanGroup = false;
     for (std::int32_t g = 0; g < p.groups; ++g) {
@@ -196,7 +151,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     for (std::int32_t round = 0; !nonfinite && round < p.topkGroups; ++round) {
       float best, carry;
       int winner;
-      warpArgmax(score, unused, groupOpen, lane, best, winner, carry);
+      warpArgmax<V, false>(score, score, groupOpen, lane, best, winner, carry);
       if (lane == (winner & (kWarp - 1))) groupOpen &= ~(1u << (winner / kWarp));
 #pragma unroll
       for (int j = 0; j < V; ++j) {
@@ -218,7 +173,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
   for (int slot = 0; slot < keptCount; ++slot) {
     float best, score;
     int winner;
-    warpArgmax(c, s, eligible, lane, best, winner, score);
+    warpArgmax<V, true>(c, s, eligible, lane, best, winner, score);
     if (lane == (winner & (kWarp - 1))) eligible &= ~(1u << (winner / kWarp));
     keptSum += score;
     if (lane == (slot & (kWarp - 1))) {

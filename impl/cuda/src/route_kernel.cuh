@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace moe::cuda::detail {
 
@@ -26,6 +27,79 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // (value, index) a beats (value, index) b: greater value, or an exact tie and lower index.
 __device__ __forceinline__ bool beats(float av, int ai, float bv, int bi) {
   return av > bv || (av == bv && ai < bi);
+}
+
+// Calls f(std::integral_constant<int, V>{}) for the smallest V of 1, 2, 4, ..., 32 with
+// 32 * V >= experts (E <= 1024): how every launch, real or emulated, picks its kernel.
+template <class F>
+void withLanesFor(std::int32_t experts, F&& f) {
+  if (experts <= 32) {
+    f(std::integral_constant<int, 1>{});
+  } else if (experts <= 64) {
+    f(std::integral_constant<int, 2>{});
+  } else if (experts <= 128) {
+    f(std::integral_constant<int, 4>{});
+  } else if (experts <= 256) {
+    f(std::integral_constant<int, 8>{});
+  } else if (experts <= 512) {
+    f(std::integral_constant<int, 16>{});
+  } else {
+    f(std::integral_constant<int, 32>{});
+  }
+}
+
+// The row's probabilities in place: v[j] = expf(v[j] - m) / sum for the registers of
+// `present` (bit j: register j holds an expert), the sum by a butterfly so that every lane
+// has the same bits, IEEE division. The others are divided too and must be ignored.
+template <int V>
+__device__ __forceinline__ void warpSoftmax(float (&v)[V], unsigned present, float m) {
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (present & (1u << j)) {
+      v[j] = expf(v[j] - m);
+      sum += v[j];
+    }
+  }
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    sum += __shfl_xor_sync(kFullMask, sum, offset);
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) v[j] = v[j] / sum;
+}
+
+// One round of a warp argmax over the candidates of `open` (bit j: register j is one):
+// this lane's best first (indices grow with j, so a strict > keeps the lower index on
+// ties), then the butterfly under beats. A lane with no candidate offers index 0x7fffffff,
+// which loses to any real index of the same value. With kCarry, carry[j] travels with the
+// winner into bestCarry (one more shuffle a step).
+template <int V, bool kCarry>
+__device__ __forceinline__ void warpArgmax(const float (&key)[V], const float (&carry)[V],
+                                           unsigned open, int lane, float& best, int& bestIndex,
+                                           float& bestCarry) {
+  best = -INFINITY;
+  bestIndex = 0x7fffffff;
+  bestCarry = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if ((open & (1u << j)) && (bestIndex == 0x7fffffff || key[j] > best)) {
+      best = key[j];
+      bestIndex = lane + kWarp * j;
+      if (kCarry) bestCarry = carry[j];
+    }
+  }
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(kFullMask, best, offset);
+    const int otherIndex = __shfl_xor_sync(kFullMask, bestIndex, offset);
+    const float otherCarry = kCarry ? __shfl_xor_sync(kFullMask, bestCarry, offset) : 0.0f;
+    if (beats(other, otherIndex, best, bestIndex)) {
+      best = other;
+      bestIndex = otherIndex;
+      bestCarry = otherCarry;
+    }
+  }
 }
 
 template <int V>
@@ -71,43 +145,14 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
     return;
   }
 
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    if (!(unavailable & (1u << j))) {
-      v[j] = expf(v[j] - m);
-      sum += v[j];
-    }
-  }
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    sum += __shfl_xor_sync(kFullMask, sum, offset);
-  }
-#pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = v[j] / sum;
+  warpSoftmax(v, ~unavailable, m);
 
   float kept_sum = 0.0f;
   for (int s = 0; s < kept_count; ++s) {
-    // This lane's best untaken expert; within a lane indices grow with j, so a strict >
-    // keeps the lower index on ties.
-    float best = -1.0f;  // below every probability, so an exhausted lane never wins
-    int best_index = 0x7fffffff;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      if (!(unavailable & (1u << j)) && v[j] > best) {
-        best = v[j];
-        best_index = lane + kWarp * j;
-      }
-    }
-#pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      const float other = __shfl_xor_sync(kFullMask, best, offset);
-      const int other_index = __shfl_xor_sync(kFullMask, best_index, offset);
-      if (beats(other, other_index, best, best_index)) {
-        best = other;
-        best_index = other_index;
-      }
-    }
+    // This lane's best untaken expert, then the warp's (every p >= 0, no index carried).
+    float best, unused;
+    int best_index;
+    warpArgmax<V, false>(v, v, ~unavailable, lane, best, best_index, unused);
     // Every lane now holds the same winner (a strict total order has one maximum).
     if (lane == (best_index & (kWarp - 1))) unavailable |= 1u << (best_index / kWarp);
     kept_sum += best;
