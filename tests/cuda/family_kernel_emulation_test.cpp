@@ -69,19 +69,8 @@ class EmulatedCudaFamilyRouter final : public moe::fuzz::Router {
     if (experts > 1024) return MOE_ROUTE_EUNSUPPORTED;
     const FamilyKernelParams p{tokens,    experts,       k,          fp.sigmoid,     fp.bias,
                                fp.groups, fp.topkGroups, fp.top2Sum, fp.renormalize, fp.scale};
-    if (experts <= 32) {
-      launchEmulated<1>(p, logits, ids, gates);
-    } else if (experts <= 64) {
-      launchEmulated<2>(p, logits, ids, gates);
-    } else if (experts <= 128) {
-      launchEmulated<4>(p, logits, ids, gates);
-    } else if (experts <= 256) {
-      launchEmulated<8>(p, logits, ids, gates);
-    } else if (experts <= 512) {
-      launchEmulated<16>(p, logits, ids, gates);
-    } else {
-      launchEmulated<32>(p, logits, ids, gates);
-    }
+    moe::cuda::detail::withLanesFor(
+        experts, [&](auto lanes) { launchEmulated<lanes.value>(p, logits, ids, gates); });
     return MOE_ROUTE_OK;
   }
 };
@@ -155,6 +144,18 @@ TEST(CudaFamilyKernelEmulated, ExactGroupAndExpertTiesGoToTheLowerIndex) {
   f.groupScore = MOE_GROUP_MAX;
   f.renormalize = 1;
   EXPECT_ROUTE_MATCH_EXACTLY(router, familyCase(1, 8, 2, logits, f));
+}
+
+// Two experts of one lane (3 and 35, E = 64: lane 3 holds both) tie exactly on their keys:
+// the lane's own pass, not the butterfly, must keep the lower index first.
+TEST(CudaFamilyKernelEmulated, ATieWithinOneLaneGoesToTheLowerIndex) {
+  const EmulatedCudaFamilyRouter router;
+  std::vector<float> logits(64, -2.0f);
+  logits[3] = 1.0f;
+  logits[35] = 1.0f;
+  Family f;
+  f.score = MOE_SCORE_SIGMOID;
+  EXPECT_ROUTE_MATCH_EXACTLY(router, familyCase(1, 64, 1, logits, f));
 }
 
 // A bias that overturns the score order selects, but the gates stay the unbiased scores.
