@@ -43,6 +43,27 @@ _MAX_BYTES = 4000  # Hypothesis: the simplest example within half its 8 KiB buff
 _FAMILY_BYTES = 64  # the family's choices after the logits (its bias: 2 bytes an expert)
 
 
+def _shape_space(experts, k, tokens, max_bytes):
+    """The shape sets as ``_core`` takes them; ``max_bytes`` checked."""
+    if not _HEADER_BYTES <= max_bytes <= _MAX_BYTES:
+        raise ValueError(f"max_bytes must be in [{_HEADER_BYTES}, {_MAX_BYTES}]")
+    return (_arrays.set_text(experts, "experts"), _arrays.set_text(k, "k"),
+            _arrays.set_text(tokens, "tokens"))
+
+
+_ONE_BYTE = st.binary(min_size=1, max_size=1)
+_BLOCK_OF_BYTES = st.binary(min_size=_BLOCK, max_size=_BLOCK)
+
+
+def _draw_input(draw_bytes, space, max_bytes, body_bytes):
+    """The generator's input: the header byte by byte, then ``body_bytes(tokens, experts)``
+    of the shape the header decodes to, in blocks, within ``max_bytes`` in all."""
+    header = b"".join(draw_bytes(_ONE_BYTE) for _ in range(_HEADER_BYTES))
+    tokens, experts = _core.draw_case(header, *space)[0].shape
+    body = min(body_bytes(tokens, experts), max_bytes - _HEADER_BYTES)
+    return header + b"".join(draw_bytes(_BLOCK_OF_BYTES) for _ in range(-(-body // _BLOCK)))
+
+
 @dataclass(frozen=True, eq=False)
 class RoutingCase:
     """One case: float32 ``logits`` [T, E], ``k``, and ``split`` in [0, T], a batch split
@@ -76,21 +97,13 @@ def routing_cases(experts="1-256", k=None, tokens="1-16", *, allow_nan=True, max
     Hypothesis's buffer is 8 KiB and its health check refuses a strategy whose simplest
     example takes more than half of it.
     """
-    space = (_arrays.set_text(experts, "experts"), _arrays.set_text(k, "k"),
-             _arrays.set_text(tokens, "tokens"))
+    space = _shape_space(experts, k, tokens, max_bytes)
     _core.draw_case(b"", *space)  # a bad shape set fails here, not inside a test
-    if not _HEADER_BYTES <= max_bytes <= _MAX_BYTES:
-        raise ValueError(f"max_bytes must be in [{_HEADER_BYTES}, {_MAX_BYTES}]")
-
-    one_byte = st.binary(min_size=1, max_size=1)
-    block = st.binary(min_size=_BLOCK, max_size=_BLOCK)
 
     @st.composite
     def draw(draw_bytes):
-        header = b"".join(draw_bytes(one_byte) for _ in range(_HEADER_BYTES))
-        shape = _core.draw_case(header, *space)[0].shape
-        body = min(shape[0] * shape[1] * _BYTES_PER_LOGIT, max_bytes - _HEADER_BYTES)
-        data = header + b"".join(draw_bytes(block) for _ in range(-(-body // _BLOCK)))
+        data = _draw_input(draw_bytes, space, max_bytes,
+                           lambda tokens_, experts_: tokens_ * experts_ * _BYTES_PER_LOGIT)
         logits, case_k, split, _, _, _ = _core.draw_case(data, *space)
         if not allow_nan:
             logits[np.isnan(logits)] = np.finfo(np.float32).max
@@ -141,25 +154,18 @@ def family_cases(experts="1-64", k=None, tokens="1-16", *, scores=("softmax", "s
     never kept. The rest as ``routing_cases``: the family's bytes (its parameters, one bias
     value per expert) are read after the logits' and count within ``max_bytes``.
     """
-    space = (_arrays.set_text(experts, "experts"), _arrays.set_text(k, "k"),
-             _arrays.set_text(tokens, "tokens"))
+    space = _shape_space(experts, k, tokens, max_bytes)
     contract = json.dumps({"abi": "moe_route_v2",
                            "families": {"scores": list(scores), "groups": bool(groups),
                                         "bias": bool(bias)}})
     _core.draw_family_case(b"", *space, contract)  # a bad shape set or family fails here
-    if not _HEADER_BYTES <= max_bytes <= _MAX_BYTES:
-        raise ValueError(f"max_bytes must be in [{_HEADER_BYTES}, {_MAX_BYTES}]")
-
-    one_byte = st.binary(min_size=1, max_size=1)
-    block = st.binary(min_size=_BLOCK, max_size=_BLOCK)
 
     @st.composite
     def draw(draw_bytes):
-        header = b"".join(draw_bytes(one_byte) for _ in range(_HEADER_BYTES))
-        tokens_, experts_ = _core.draw_case(header, *space)[0].shape
-        wanted = tokens_ * experts_ * _BYTES_PER_LOGIT + _FAMILY_BYTES + 2 * experts_
-        body = min(wanted, max_bytes - _HEADER_BYTES)
-        data = header + b"".join(draw_bytes(block) for _ in range(-(-body // _BLOCK)))
+        # The logits', then the family's parameters and one bias value (2 bytes) an expert.
+        data = _draw_input(draw_bytes, space, max_bytes,
+                           lambda tokens_, experts_: (tokens_ * experts_ * _BYTES_PER_LOGIT
+                                                      + _FAMILY_BYTES + 2 * experts_))
         logits, case_k, split, raw = _core.draw_family_case(data, *space, contract)
         if not allow_nan:
             logits[np.isnan(logits)] = np.finfo(np.float32).max
