@@ -18,14 +18,10 @@
 
 #include "moe/detail/route_kernels.hpp"
 #include "moe/routers.hpp"
+#include "moe/test/seed.hpp"
 
 namespace moe::test {
 namespace {
-
-uint32_t testSeed() {
-  const char* env = std::getenv("MOE_TEST_SEED");
-  return env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 20261201u;
-}
 
 // MOE_EXP_SWEEP_STRIDE=1 checks every float (about 15 s; the bound's figure comes from
 // that run: 4.36e-5 at x = 0x1.df6f68p+1 on Zen 4).
@@ -36,7 +32,7 @@ uint32_t sweepStride() {
 }
 
 TEST(SigmoidEstimate, WithinItsBoundOfTheKernelsSigmoidForEveryFloat) {
-  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
   const uint32_t stride = sweepStride();
   constexpr size_t kChunk = size_t{1} << 20;
   std::vector<float> x, exact(kChunk), estimate(kChunk);
@@ -44,8 +40,8 @@ TEST(SigmoidEstimate, WithinItsBoundOfTheKernelsSigmoidForEveryFloat) {
   double worst = 0;
   float worstX = 0;
   auto flush = [&] {
-    detail::avx512FamilySigmoid(x.data(), exact.data(), x.size());
-    detail::avx512SigmoidEstimate(x.data(), estimate.data(), x.size());
+    moe::detail::avx512FamilySigmoid(x.data(), exact.data(), x.size());
+    moe::detail::avx512SigmoidEstimate(x.data(), estimate.data(), x.size());
     for (size_t i = 0; i < x.size(); ++i) {
       // A NaN estimate sends the row to the exact path; a finite one must be close.
       if (std::isnan(estimate[i])) continue;
@@ -71,13 +67,13 @@ TEST(SigmoidEstimate, WithinItsBoundOfTheKernelsSigmoidForEveryFloat) {
   }
   flush();
   std::printf("sigmoid estimate: max error %.4g at x = %a (bound %.4g)\n", worst, worstX,
-              double(detail::kSigmoidEstimateError));
-  EXPECT_LE(worst, double(detail::kSigmoidEstimateError)) << "at x = " << worstX;
+              double(moe::detail::kSigmoidEstimateError));
+  EXPECT_LE(worst, double(moe::detail::kSigmoidEstimateError)) << "at x = " << worstX;
   // NaN must not pass as a number.
   const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
                             std::numeric_limits<float>::infinity()};
   float out[2];
-  detail::avx512SigmoidEstimate(specials, out, 2);
+  moe::detail::avx512SigmoidEstimate(specials, out, 2);
   EXPECT_TRUE(std::isnan(out[0]));
 }
 
@@ -118,10 +114,8 @@ std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) 
 }
 
 TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
-  if (!detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
-  const uint32_t seed = testSeed();
-  SCOPED_TRACE("MOE_TEST_SEED=" + std::to_string(seed));
-  std::mt19937 rng(seed);
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
   const Shape shapes[] = {
       {256, 8, 8, 4, true},  {256, 8, 8, 4, false}, {256, 8, 1, 1, false}, {384, 8, 1, 1, false},
       {128, 1, 1, 1, false}, {32, 4, 1, 1, false},  {32, 8, 2, 1, true},   {64, 6, 4, 2, true},
@@ -141,7 +135,7 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
           // Two experts with equal biases and an exact tie of keys possible.
           bias[1] = bias[0];
         }
-        detail::FamilyParams p;
+        moe::detail::FamilyParams p;
         p.experts = s.experts;
         p.k = s.k;
         p.sigmoid = true;
@@ -154,8 +148,8 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
         const auto x = hardRows(rng, tokens, s.experts);
         std::vector<int32_t> ids(size_t(tokens) * s.k, -7), want(ids.size(), -9);
         std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
-        detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
-        detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
+        moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
+        moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
         for (size_t i = 0; i < ids.size(); ++i) {
           const size_t t = i / size_t(s.k);
           ASSERT_EQ(ids[i], want[i]) << "E=" << s.experts << " k=" << s.k << " G=" << s.groups
