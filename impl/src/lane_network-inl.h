@@ -1,21 +1,24 @@
-// Token-parallel top-kk by a sorting network on order keys, for AVX-512 rows of 17..256
-// experts and kk = min(k, E) in 1..8. Re-included once per Highway target by
-// route_simd.cpp (foreach_target), hence the toggle guard.
+// Token-parallel top-kk by a sorting network on order keys, for AVX-512 rows of 17..512
+// experts and kk = min(k, E) in 1..8, or 257..512 experts and kk in 9..16 (Kimi K2's
+// E = 384, k = 8 and Qwen3-Next's E = 512, k = 10). Re-included once per Highway target
+// by route_simd.cpp (foreach_target), hence the toggle guard.
 //
 // Sixteen tokens at a time: each row's keys (order_keys-inl.h: the value's high bits and
 // the expert's code, so a key carries its id) are moved in 16 x 16 blocks so that lane t
 // of every key vector holds one of token t's keys. From there the selection is
-// lane-wise min/max only, with no shuffles: a block's 16 key vectors are sorted in two
-// groups of 8 (Knuth's 19-comparator network), the groups merged keeping the 8 best
-// (Batcher's odd-even merge, pruned to the outputs read), and the block merged the same
-// way into the best 8 so far. Each merge also yields the 9th best, the largest key it
+// lane-wise min/max only, with no shuffles. Keeping the 8 best (kk <= 8): a block's 16
+// key vectors are sorted in two groups of 8 (Knuth's 19-comparator network), the groups
+// merged keeping the 8 best (Batcher's odd-even merge, pruned to the outputs read), and
+// the block merged the same way into the best 8 so far. Keeping 16 (kk in 9..16): the
+// block is sorted whole (two groups of 8 and a bitonic merge) and merged into the best 16
+// so far by one bitonic split and a bitonic clean. Each merge also yields the best key it
 // drops, so the best key left out is known.
 //
 // Keys order as the values wherever the values differ above the code bits (6 up to 64
-// experts, 8 beyond); where two of the deciding keys share a tie zone (exact ties, +0 and
-// -0, values within 2^-17 or 2^-15), or a NaN or +inf is in the row, the token goes to
-// the caller's general path. Probabilities mode selects on the same keys (p orders as the
-// logits do) and checks, on the kept values' exps, the margins past which the spec's
+// experts, 8 up to 256, 9 beyond); where two of the deciding keys share a tie zone (exact
+// ties, +0 and -0, values within 2^-17, 2^-15 or 2^-14), or a NaN or +inf is in the row,
+// the token goes to the caller's general path. Probabilities mode selects on the same keys (p
+// orders as the logits do) and checks, on the kept values' exps, the margins past which the spec's
 // rounded p cannot tie (LaneNetworkGroup says why); the sum of every exp cancels from the
 // gates and is never formed. A token's lane never mixes with another's, and whether it
 // takes the general path depends on its own values only, so the result is bitwise
@@ -47,12 +50,14 @@ namespace HWY_NAMESPACE {
 #define MOE_LANE_NETWORK 1
 
 inline constexpr int32_t kNetworkGroup = 16;  // tokens per group: one per lane
-inline constexpr int32_t kNetworkKept = 8;    // the network keeps the 8 best
+inline constexpr int32_t kNetworkMaxExperts = OrderKeys<9>::kMaxExperts;  // 512
 
-inline constexpr int32_t kNetworkMaxExperts = OrderKeys<8>::kMaxExperts;  // 256
-
+// The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
+// three times the comparators a block; it runs where the per-token kernels are slowest
+// (E > 256, where their threshold passes too many candidates for kk > 8).
 inline bool UsesLaneNetwork(int32_t experts, int32_t kk) {
-  return experts > 16 && experts <= kNetworkMaxExperts && kk >= 1 && kk <= kNetworkKept;
+  if (experts <= 16 || experts > kNetworkMaxExperts || kk < 1) return false;
+  return kk <= 8 || (kk <= 16 && experts > 256);
 }
 
 // The real lanes of a row's block b: experts 16 b + lane < E.
@@ -61,12 +66,21 @@ HWY_INLINE __mmask16 RealLanes(int32_t experts, int b) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
 }
 
-// Writes a row's first kk ids and gates and empties the rest.
+// Writes a row's first kk (<= 8) ids and gates and empties the rest.
 HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m256i keptIds, __m256 keptGates, int32_t* ids,
                           float* gates) {
   const auto first = static_cast<__mmask8>((1u << kk) - 1u);
   _mm256_mask_storeu_epi32(ids, first, keptIds);
   _mm256_mask_storeu_ps(gates, first, keptGates);
+  clearEmptySlots(k, kk, ids, gates);
+}
+
+// The same for kk <= 16.
+HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m512i keptIds, __m512 keptGates, int32_t* ids,
+                          float* gates) {
+  const auto first = static_cast<__mmask16>((1u << kk) - 1u);
+  _mm512_mask_storeu_epi32(ids, first, keptIds);
+  _mm512_mask_storeu_ps(gates, first, keptGates);
   clearEmptySlots(k, kk, ids, gates);
 }
 
@@ -195,6 +209,70 @@ HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
   return x[8];
 }
 
+// Sorts a bitonic sequence of N key vectors lane-wise, largest first: half-cleaners of
+// N, N / 2, ..., 2 (Batcher's bitonic merge).
+template <int N>
+HWY_INLINE void BitonicClean(__m512* x) {
+#pragma GCC unroll 4
+  for (int half = N / 2; half >= 1; half /= 2) {
+#pragma GCC unroll 16
+    for (int i = 0; i < N; ++i) {
+      if ((i & half) == 0) Exchange(x[i], x[i + half]);
+    }
+  }
+}
+
+// Sorts 16 key vectors lane-wise, largest first: two sorted groups of 8, split into the
+// 8 best and the 8 others (both bitonic), each cleaned. 38 + 8 + 24 comparators.
+HWY_INLINE void SortSixteen(__m512* x) {
+  SortEight(x);
+  SortEight(x + 8);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) Exchange(x[i], x[15 - i]);
+  BitonicClean<8>(x);
+  BitonicClean<8>(x + 8);
+}
+
+// a = the 16 best of the sorted a and b, sorted; returns the 17th best, the best of the
+// other 16. The larger of a[i] and b[15 - i] are the 16 best (a bitonic sequence) and the
+// smaller the others, of which only the best is wanted.
+HWY_INLINE __m512 MergeBestSixteen(__m512* a, const __m512* b) {
+  __m512 dropped = _mm512_min_ps(a[0], b[15]);
+  a[0] = _mm512_max_ps(a[0], b[15]);
+#pragma GCC unroll 16
+  for (int i = 1; i < 16; ++i) {
+    dropped = _mm512_max_ps(dropped, _mm512_min_ps(a[i], b[15 - i]));
+    a[i] = _mm512_max_ps(a[i], b[15 - i]);
+  }
+  BitonicClean<16>(a);
+  return dropped;
+}
+
+// One block's 16 key vectors sorted enough for the K best: block[0..K) the block's K best,
+// sorted; returns the best of its other keys (-inf when K = 16: none).
+template <int K>
+HWY_INLINE __m512 SortBlock(__m512 (&block)[16]) {
+  if constexpr (K == 8) {
+    SortEight(block);
+    SortEight(block + 8);
+    return MergeBestEight(block, block + 8);
+  } else {
+    static_assert(K == 16, "the network keeps 8 or 16");
+    SortSixteen(block);
+    return _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  }
+}
+
+// key = the K best of the sorted key and block (both K long); returns the best dropped.
+template <int K>
+HWY_INLINE __m512 MergeBest(__m512* key, const __m512* block) {
+  if constexpr (K == 8) {
+    return MergeBestEight(key, block);
+  } else {
+    return MergeBestSixteen(key, block);
+  }
+}
+
 // a / b, with 1 / b (correctly rounded) given: one division serves a whole column. The
 // quotient q = a * (1 / b) is within 1 ulp, its remainder a - q b is exact (one FMA), and
 // q + remainder * (1 / b) is then the correctly rounded a / b (Markstein's theorem), as
@@ -204,17 +282,17 @@ HWY_INLINE __m512 DivideWithReciprocal(__m512 a, __m512 b, __m512 reciprocalB) {
   return _mm512_fmadd_ps(_mm512_fnmadd_ps(q, b, a), reciprocalB, q);
 }
 
-// Routes `rows` (<= 16) rows of R 16-lane vectors each; returns the rows not written
-// (bit i: row i) for the general path. kFull: 16 rows of exactly 16 R experts, the common
-// case, whose loads are then at constant offsets from `x`. A runtime row length wants a
-// register per row, more than there are: the spilled row addresses, their reloads and the
-// masked-load branches were a third of the group's instructions (E = 64, k = 8, rows in
+// Routes `rows` (<= 16) rows of R 16-lane vectors each, keeping the K (8 or 16) best
+// keys; returns the rows not written (bit i: row i) for the general path. kFull: 16 rows of exactly
+// 16 R experts, the common case, whose loads are then at constant offsets from `x`. A runtime row
+// length wants a register per row, more than there are: the spilled row addresses, their reloads
+// and the masked-load branches were a third of the group's instructions (E = 64, k = 8, rows in
 // L2: 17.3 -> 16.2 ns a token).
-template <int R, bool kProbs, bool kFull>
+template <int R, int K, bool kProbs, bool kFull>
 HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t experts, int32_t k,
                                      int32_t* ids, float* gates) {
   constexpr int G = kNetworkGroup;
-  using Keys = OrderKeys<(R <= 4 ? 6 : 8)>;  // the code bits E needs
+  using Keys = OrderKeys<(R <= 4 ? 6 : R <= 16 ? 8 : 9)>;  // the code bits E needs
   static_assert(16 * R <= Keys::kMaxExperts, "one code per expert");
   if constexpr (kFull) {
     rows = G;
@@ -237,26 +315,24 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
                                       RealLanes(experts, b), row + 16 * b);
   };
-  // Per 16-expert block: the 16 rows' keys (moved to their lanes), sorted in two groups
-  // of 8 and merged, then merged into the best 8 so far. Block by block, so that only a
-  // block's keys and the best 8 are live.
-  __m512 key[kNetworkKept];  // the 8 best keys of every lane, best first
-  __m512 others;             // the best key not among them
+  // Per 16-expert block: the 16 rows' keys (moved to their lanes), sorted enough for the
+  // block's K best, then merged into the best K so far. Block by block, so that only a
+  // block's keys and the best K are live.
+  __m512 key[K];  // the K best keys of every lane, best first
+  __m512 others;  // the best key not among them
 #pragma GCC unroll 4
   for (int b = 0; b < R; ++b) {
     __m512 block[16];
 #pragma GCC unroll 16
     for (int t = 0; t < G; ++t) block[t] = Keys::OfRowVector(FiniteForKeys(loadBlock(t, b)), b);
     GatherRowsToLanes(block);
-    SortEight(block);
-    SortEight(block + 8);
-    const __m512 dropped = MergeBestEight(block, block + 8);
+    const __m512 dropped = SortBlock<K>(block);
     if (b == 0) {
-#pragma GCC unroll 8
-      for (int s = 0; s < kNetworkKept; ++s) key[s] = block[s];
+#pragma GCC unroll 16
+      for (int s = 0; s < K; ++s) key[s] = block[s];
       others = dropped;
     } else {
-      others = _mm512_max_ps(_mm512_max_ps(others, dropped), MergeBestEight(key, block));
+      others = _mm512_max_ps(_mm512_max_ps(others, dropped), MergeBest<K>(key, block));
     }
   }
   // A NaN or +inf logit has a key in FLT_MAX's tie zone (FiniteForKeys), so the row's best
@@ -264,22 +340,21 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // only -inf tie at -FLT_MAX, which the zone checks below send there too.
   left |= _mm512_cmp_ps_mask(
       key[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
-  const int32_t last = std::clamp(kk, 1, kNetworkKept) - 1;  // the kk-th slot (kk >= 1)
-  const __m512 firstLeftOut =
-      kk < kNetworkKept ? key[std::min(last + 1, kNetworkKept - 1)] : others;
+  const int32_t last = std::clamp(kk, 1, K) - 1;  // the kk-th slot (kk >= 1)
+  const __m512 firstLeftOut = kk < K ? key[std::min(last + 1, K - 1)] : others;
 
   // The kept values, gathered from the rows by id (padding lanes re-read the last row;
   // ids stay in range even for rows handed back), and exp(kept - best).
-  __m512i id[kNetworkKept];
-  __m512 value[kNetworkKept];
-  __m512 gate[kNetworkKept];
+  __m512i id[K];
+  __m512 value[K];
+  __m512 gate[K];
   const __m512i lastId = _mm512_set1_epi32(experts - 1);
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
                                               _mm512_set1_epi32(experts));
   __m512 sum = _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int s = 0; s < kNetworkKept; ++s) {
+#pragma GCC unroll 16
+  for (int s = 0; s < K; ++s) {
     if (s >= kk) break;
     id[s] = _mm512_min_epi32(Keys::Ids(key[s]), lastId);
     value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
@@ -291,14 +366,14 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   if constexpr (!kProbs) {
     // The kk-th kept and the best left out, or two kept neighbours, in one tie zone.
     bad = _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(key[last]), _CMP_GE_OQ);
-#pragma GCC unroll 8
-    for (int s = 0; s + 1 < kNetworkKept; ++s) {
+#pragma GCC unroll 16
+    for (int s = 0; s + 1 < K; ++s) {
       if (s + 1 >= kk) break;
       bad |= Keys::SameZone(key[s], key[s + 1]);
     }
   }
-#pragma GCC unroll 8
-  for (int s = 0; s < kNetworkKept; ++s) {
+#pragma GCC unroll 16
+  for (int s = 0; s < K; ++s) {
     if (s >= kk) break;
     // exp(best - best) = 1 exactly, as ExpNonPositive(0) also gives.
     gate[s] = s == 0 ? _mm512_set1_ps(1.0f) : ExpNonPositive(_mm512_sub_ps(value[s], value[0]));
@@ -311,7 +386,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     // they are exact for the spec's max) must therefore fall by more than the factor
     // 1 - 2^-19, and every e left out must lie that far below the kk-th: beyond it two p
     // differ by more than twice binary32's relative rounding error, whenever the kk-th p is
-    // normal. S lies in [1, E <= 2^8], so a kk-th e of at least 2^-116 gives p >= 2^-124.
+    // normal. S lies in [1, E <= 2^9], so a kk-th e of at least 2^-116 gives p >= 2^-125.
     // S itself cancels from the gates (p / sum of kept p = e / sum of kept e), so it is
     // never formed. Every logit left out is at most the top of the best left-out key's tie
     // zone, and exp is increasing up to its 1.06 ulp, inside the margin.
@@ -321,15 +396,15 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
         ExpNonPositive(_mm512_min_ps(_mm512_sub_ps(leftOutTop, value[0]), _mm512_setzero_ps()));
     bad |= _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[last], shrink), _CMP_NLT_UQ);
     bad |= _mm512_cmp_ps_mask(gate[last], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
-#pragma GCC unroll 8
-    for (int s = 0; s + 1 < kNetworkKept; ++s) {
+#pragma GCC unroll 16
+    for (int s = 0; s + 1 < K; ++s) {
       if (s + 1 >= kk) break;
       bad |= _mm512_cmp_ps_mask(gate[s + 1], _mm512_mul_ps(gate[s], shrink), _CMP_NLT_UQ);
     }
   }
   const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
-#pragma GCC unroll 8
-  for (int s = 0; s < kNetworkKept; ++s) {
+#pragma GCC unroll 16
+  for (int s = 0; s < K; ++s) {
     if (s >= kk) break;
     gate[s] = DivideWithReciprocal(gate[s], sum, perSum);
   }
@@ -344,24 +419,43 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(gates) + at),
                  _MM_HINT_T0);
   }
-  // Back to rows: row t's gates in lanes 0..7, its ids in lanes 8..15.
-  __m512 out[16];
+  if constexpr (K == 8) {
+    // Back to rows: row t's gates in lanes 0..7, its ids in lanes 8..15.
+    __m512 out[16];
 #pragma GCC unroll 8
-  for (int s = 0; s < kNetworkKept; ++s) {
-    out[s] = s < kk ? gate[s] : _mm512_setzero_ps();
-    out[8 + s] = s < kk ? _mm512_castsi512_ps(id[s]) : _mm512_setzero_ps();
-  }
-  Transpose16(out);
-  for (int32_t t = 0; t < rows; ++t) {
-    if ((left >> t) & 1) continue;
-    StoreKept(k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
-              _mm512_castps512_ps256(out[t]), ids + int64_t{t} * k, gates + int64_t{t} * k);
+    for (int s = 0; s < K; ++s) {
+      out[s] = s < kk ? gate[s] : _mm512_setzero_ps();
+      out[8 + s] = s < kk ? _mm512_castsi512_ps(id[s]) : _mm512_setzero_ps();
+    }
+    Transpose16(out);
+    for (int32_t t = 0; t < rows; ++t) {
+      if ((left >> t) & 1) continue;
+      StoreKept(k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
+                _mm512_castps512_ps256(out[t]), ids + int64_t{t} * k, gates + int64_t{t} * k);
+    }
+  } else {
+    // Back to rows, a transpose each: row t's gates and its ids, 16 lanes apiece.
+    __m512 outGates[16];
+    __m512 outIds[16];
+#pragma GCC unroll 16
+    for (int s = 0; s < K; ++s) {
+      outGates[s] = s < kk ? gate[s] : _mm512_setzero_ps();
+      outIds[s] = s < kk ? _mm512_castsi512_ps(id[s]) : _mm512_setzero_ps();
+    }
+    Transpose16(outGates);
+    Transpose16(outIds);
+    for (int32_t t = 0; t < rows; ++t) {
+      if ((left >> t) & 1) continue;
+      StoreKept(k, kk, _mm512_castps_si512(outIds[t]), outGates[t], ids + int64_t{t} * k,
+                gates + int64_t{t} * k);
+    }
   }
   return left & ((1u << rows) - 1u);  // padding rows are never written
 }
 
 // Calls fn with std::integral_constant<int, R>: the 16-expert blocks of a row, R * 16 >= E,
-// from 2, 3, 4, 8, 16 (past 64 experts a few blocks of -inf cost less than more code).
+// from 2, 3, 4, 8, 16, 24, 32 (past 64 experts a few blocks of -inf cost less than more
+// code).
 template <class Fn>
 HWY_INLINE void WithNetworkBlocks(int32_t experts, Fn fn) {
   if (experts <= 32) {
@@ -372,8 +466,12 @@ HWY_INLINE void WithNetworkBlocks(int32_t experts, Fn fn) {
     fn(std::integral_constant<int, 4>());
   } else if (experts <= 128) {
     fn(std::integral_constant<int, 8>());
-  } else {
+  } else if (experts <= 256) {
     fn(std::integral_constant<int, 16>());
+  } else if (experts <= 384) {
+    fn(std::integral_constant<int, 24>());
+  } else {
+    fn(std::integral_constant<int, 32>());
   }
 }
 

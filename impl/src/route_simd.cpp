@@ -7,9 +7,10 @@
 // check), top-k on the logits, then k exponentials, a lane-wise sum and k divisions.
 // Summation orders depend only on E, k and the target, so a token's result is bitwise
 // independent of its batch. Top-k: the fast path below, else SelectTopKVector, else
-// (k > kInsertionTopKMax) partial_sort. On AVX-512, 17 <= E <= 256 with k <= 8 goes to
-// the token-parallel sorting network (lane_network-inl.h), and other small shapes to the
-// token-parallel lists (token_lanes-inl.h); both hand their undecided rows to the above.
+// (k > kInsertionTopKMax) partial_sort. On AVX-512, 17 <= E <= 512 with k <= 8, and
+// 257 <= E <= 512 with k <= 16, go to the token-parallel sorting network
+// (lane_network-inl.h), and other small shapes to the token-parallel lists
+// (token_lanes-inl.h); both hand their undecided rows to the above.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -420,9 +421,34 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 }
 
 #if MOE_LANE_NETWORK
-// Groups of kNetworkGroup rows through the lane network (lane_network-inl.h); the rows it
-// hands back (NaN, +inf, a tie zone at a decision) through the per-token path. Inlined
-// into each caller, which then holds one mode's kernels.
+// Groups of kNetworkGroup rows of R blocks through the lane network keeping K
+// (lane_network-inl.h); the rows it hands back (NaN, +inf, a tie zone at a decision)
+// through the per-token path.
+template <int R, int K, bool kProbs>
+HWY_INLINE void NetworkGroups(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                              int32_t* ids, float* gates, Scratch& scratch) {
+  const D d;
+  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+    const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
+    uint32_t left =
+        group == kNetworkGroup && experts == 16 * R
+            ? LaneNetworkGroup<R, K, kProbs, true>(logits + t0 * experts, group, experts, k,
+                                                   ids + t0 * k, gates + t0 * k)
+            : LaneNetworkGroup<R, K, kProbs, false>(logits + t0 * experts, group, experts, k,
+                                                    ids + t0 * k, gates + t0 * k);
+    for (; left != 0; left &= left - 1) {
+      const int64_t t = t0 + __builtin_ctz(left);
+      if constexpr (kProbs) {
+        ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+      } else {
+        LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+      }
+    }
+  }
+}
+
+// The network for this E and kk (UsesLaneNetwork): keeping 16 only past 256 experts.
+// Inlined into each caller, which then holds one mode's kernels.
 template <bool kProbs>
 HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
                             int32_t* ids, float* gates) {
@@ -430,24 +456,13 @@ HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, 
   Scratch scratch(d, experts, k);
   WithNetworkBlocks(experts, [&](auto blocks) {
     constexpr int kBlocks = decltype(blocks)::value;
-    for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
-      const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-      uint32_t left =
-          group == kNetworkGroup && experts == 16 * kBlocks
-              ? LaneNetworkGroup<kBlocks, kProbs, true>(logits + t0 * experts, group, experts, k,
-                                                        ids + t0 * k, gates + t0 * k)
-              : LaneNetworkGroup<kBlocks, kProbs, false>(logits + t0 * experts, group, experts, k,
-                                                         ids + t0 * k, gates + t0 * k);
-      for (; left != 0; left &= left - 1) {
-        const int64_t t = t0 + __builtin_ctz(left);
-        if constexpr (kProbs) {
-          ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-        } else {
-          LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k,
-                           scratch);
-        }
+    if constexpr (kBlocks > 16) {
+      if (std::min(k, experts) > 8) {
+        NetworkGroups<kBlocks, 16, kProbs>(logits, rows, experts, k, ids, gates, scratch);
+        return;
       }
     }
+    NetworkGroups<kBlocks, 8, kProbs>(logits, rows, experts, k, ids, gates, scratch);
   });
 }
 #endif

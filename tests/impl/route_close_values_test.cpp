@@ -1,7 +1,7 @@
-// Rows of 17..256 experts whose best values are neighbouring floats, exact ties or +-0 at
+// Rows of 17..512 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
-// would go wrong (the AVX-512 kernels sort keys with 6 or 8 bits of the value given over to
-// the expert and hand ties and close values to the general path). Every router, judged by
+// would go wrong (the AVX-512 kernels sort keys with 6, 8 or 9 bits of the value given over
+// to the expert and hand ties and close values to the general path). Every router, judged by
 // EXPECT_ROUTE_MATCH_EXACTLY: the values are close, never near-ties of the router's own
 // scores, so each token must be the spec's decision exactly.
 #include <gtest/gtest.h>
@@ -47,8 +47,8 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
   // in the logits' order (exp and division err by about 1.5 ulp).
   const std::vector<int32_t> steps =
       probsMode() ? std::vector<int32_t>{4, 8, 16, 40} : std::vector<int32_t>{1, 2, 8, 16, 40};
-  for (const int32_t experts : {17, 31, 33, 48, 50, 64, 100, 256}) {
-    for (const int32_t k : {2, 5, 8}) {
+  for (const int32_t experts : {17, 31, 33, 48, 50, 64, 100, 256, 300, 384, 512}) {
+    for (const int32_t k : {2, 5, 8, 10, 16}) {
       for (const int32_t step : steps) {
         for (int rep = 0; rep < 20; ++rep) {
           SCOPED_TRACE(testing::Message() << "step=" << step << " ulps");
@@ -61,8 +61,9 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
 }
 
 TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
-  for (const int32_t experts : {17, 40, 64, 129, 256}) {
-    for (const int32_t k : {2, 8}) {
+  for (const int32_t experts : {17, 40, 64, 129, 256, 384, 512}) {
+    for (const int32_t k : {2, 8, 10, 16}) {
+      if (2 * k > experts) continue;  // no room for the winners below
       // Everything at -2 except k - 1 clear winners (at E-1, E-3, ...) and two equal values
       // for the last place, in different vectors of the row.
       std::vector<float> row(static_cast<size_t>(experts), -2.0f);
@@ -83,20 +84,28 @@ TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
       row[b] = -0.0f;
       const Routed zeros2 = routeOrDie(*router_, 1, experts, k, row);
       EXPECT_EQ(zeros2.ids[static_cast<size_t>(k - 1)], a);
+      // Negative ties: the network's keys order one tie zone by index only for positive
+      // values, so here it must notice the tie between the last kept and the best left out.
+      row[a] = -1.0f;
+      row[b] = -1.0f;
+      const Routed negative = routeOrDie(*router_, 1, experts, k, row);
+      EXPECT_EQ(negative.ids[static_cast<size_t>(k - 1)], a);
     }
   }
 }
 
 // Two kept values a few ulps apart, the larger at the higher index, at every alignment
-// against the low bits (6 up to 64 experts, 8 beyond) the AVX-512 network's keys give over
-// to the expert's code: keys in one tie zone order by index, not by value, so the kernel
-// must notice and hand over. Probabilities mode needs steps that exp cannot undo (about
-// 1 ulp of error).
+// against the low bits (6 up to 64 experts, 8 up to 256, 9 beyond) the AVX-512 network's
+// keys give over to the expert's code: keys in one tie zone order by index, not by value, so the
+// kernel must notice and hand over. Probabilities mode needs steps that exp cannot undo (about 1
+// ulp of error).
 TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
   const std::vector<int32_t> steps =
       probsMode() ? std::vector<int32_t>{8, 16, 48, 200} : std::vector<int32_t>{1, 3, 16, 48, 200};
-  for (const int32_t experts : {17, 33, 64, 100, 256}) {
-    const int32_t alignments = experts <= 64 ? 64 : 256;
+  for (const int32_t experts : {17, 33, 64, 100, 256, 384, 512}) {
+    const int32_t alignments = experts <= 64 ? 64 : experts <= 256 ? 256 : 512;
+    // At E = 512, k = 12: the network that keeps 16 keys a lane.
+    const int32_t k = experts == 512 ? 12 : 3;
     for (const int32_t step : steps) {
       for (int32_t offset = 0; offset < alignments; ++offset) {
         // Both ways round: within a zone, negative keys favour the higher index.
@@ -110,7 +119,7 @@ TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
           row[larger] = row[smaller] + static_cast<float>(step) * 0x1p-25f;
           SCOPED_TRACE(testing::Message()
                        << "step=" << step << " offset=" << offset << " larger=" << larger);
-          ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, 3, row));
+          ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, k, row));
         }
       }
     }

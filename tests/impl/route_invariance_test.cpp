@@ -89,7 +89,7 @@ TEST_P(RouterInvariance, EachTokenRoutesAloneAsInItsBatch) {
 TEST_P(RouterInvariance, TokenGroupsAreBitwiseTheTokensAlone) {
   std::mt19937 rng = testRng();
   std::uniform_int_distribution<int> level(0, 6);
-  for (const int32_t experts : {2, 8, 13, 64, 200, 256}) {
+  for (const int32_t experts : {2, 8, 13, 64, 200, 256, 384, 512}) {
     for (const int32_t k : {2, 4, 5, 8, 11, 16}) {
       const int32_t tokens = 37;
       std::vector<float> x(size_t(tokens) * experts);

@@ -49,14 +49,15 @@ class RouterSemantics : public JudgedRouterTest {
 };
 
 // Sweeps E over 1..130 (every tail length for 4-, 8- and 16-lane vectors, one and
-// several blocks) and a few large E, with k = 1, 2, 3, 8, E and E + 3.
+// several blocks) and a few large E (the AVX-512 network's 9-bit keys from 257 to 512),
+// with k = 1, 2, 3, 8, 10, 16, E and E + 3.
 TEST_P(RouterSemantics, MatchesTheSpecOnSeparatedRowsForEveryE) {
   std::mt19937 rng = testRng();
   std::vector<int32_t> es;
   for (int32_t e = 1; e <= 130; ++e) es.push_back(e);
-  for (int32_t e : {255, 256, 257, 1000, 4096, 65536}) es.push_back(e);
+  for (int32_t e : {255, 256, 257, 384, 511, 512, 513, 1000, 4096, 65536}) es.push_back(e);
   for (const int32_t experts : es) {
-    for (const int32_t k : {1, 2, 3, 8, experts, experts + 3}) {
+    for (const int32_t k : {1, 2, 3, 8, 10, 16, experts, experts + 3}) {
       if (experts > 1000 && k > 8 && k < experts) continue;
       const int32_t tokens = 2;
       std::vector<float> x;
@@ -76,6 +77,8 @@ TEST_P(RouterSemantics, MatchesTheSpecOnSeparatedRowsForEveryE) {
 // threshold) and its fallback (more candidates than lanes) meet ties at the boundary.
 TEST_P(RouterSemantics, TieHeavyRowsMatchTheSpec) {
   expectTieHeavyRowsMatch({9, 17, 64, 100, 256}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 40);
+  // Past 256 experts the AVX-512 network keeps 8 or, for k in 9..16, 16 keys a lane.
+  expectTieHeavyRowsMatch({300, 384, 512}, {1, 8, 9, 10, 16}, 40);
 }
 
 // The same with k above the routers' insertion limit (32 kept experts), where selection is a
