@@ -123,6 +123,25 @@ HWY_INLINE void Transpose16(__m512 (&r)[16]) {
   }
 }
 
+// One step of moving rows to lanes, for lane bit `bit`: of two vectors whose lanes hold
+// tokens that agree with the lane index below `bit`, a's tokens having the bit clear and
+// b's set, the lanes already right stay by a blend (into a) and the others cross by one
+// two-source permute (into b). Both then hold tokens that agree with the lane index up to
+// and including `bit`.
+HWY_INLINE void CrossLaneBit(int bit, __m512& a, __m512& b) {
+  // Lanes that take b's in the blend, and the crossing permute (lane l takes lane
+  // l ^ 2^bit of a, or of b where l has the bit: index 16 + ...).
+  constexpr __mmask16 kFromB[4] = {0xAAAA, 0xCCCC, 0xF0F0, 0xFF00};
+  const __m512i cross[4] = {
+      _mm512_set_epi32(30, 15, 28, 13, 26, 11, 24, 9, 22, 7, 20, 5, 18, 3, 16, 1),
+      _mm512_set_epi32(29, 28, 15, 14, 25, 24, 11, 10, 21, 20, 7, 6, 17, 16, 3, 2),
+      _mm512_set_epi32(27, 26, 25, 24, 15, 14, 13, 12, 19, 18, 17, 16, 7, 6, 5, 4),
+      _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8)};
+  const __m512 stay = _mm512_mask_blend_ps(kFromB[bit], a, b);
+  b = _mm512_permutex2var_ps(a, cross[bit], b);
+  a = stay;
+}
+
 // Rows t of `r` (16 vectors) to lanes: lane t of the result holds row t's 16 keys, each
 // in some vector. The network needs no more (a key carries its id), and that is cheaper
 // than a transpose: per lane bit b, of two vectors whose rows differ in bit b, the lanes
@@ -130,24 +149,12 @@ HWY_INLINE void Transpose16(__m512 (&r)[16]) {
 // the operations are blends, which need not wait for the one shuffle port (E = 64, k = 8:
 // 22.9 -> 20.6 ns a token against Transpose16).
 HWY_INLINE void GatherRowsToLanes(__m512 (&r)[16]) {
-  // Per bit b: lanes that take b's vector in the blend, and the crossing permute (lane l
-  // takes lane l ^ 2^b of a, or of b where l has the bit: index 16 + ...).
-  constexpr __mmask16 kFromB[4] = {0xAAAA, 0xCCCC, 0xF0F0, 0xFF00};
-  const __m512i cross[4] = {
-      _mm512_set_epi32(30, 15, 28, 13, 26, 11, 24, 9, 22, 7, 20, 5, 18, 3, 16, 1),
-      _mm512_set_epi32(29, 28, 15, 14, 25, 24, 11, 10, 21, 20, 7, 6, 17, 16, 3, 2),
-      _mm512_set_epi32(27, 26, 25, 24, 15, 14, 13, 12, 19, 18, 17, 16, 7, 6, 5, 4),
-      _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8)};
 #pragma GCC unroll 4
   for (int bit = 0; bit < 4; ++bit) {
     const int s = 1 << bit;
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
-      if ((i & s) != 0) continue;
-      const __m512 a = r[i];
-      const __m512 b = r[i + s];
-      r[i] = _mm512_mask_blend_ps(kFromB[bit], a, b);
-      r[i + s] = _mm512_permutex2var_ps(a, cross[bit], b);
+      if ((i & s) == 0) CrossLaneBit(bit, r[i], r[i + s]);
     }
   }
 }

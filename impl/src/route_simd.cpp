@@ -27,6 +27,7 @@
 #include "fast_exp-inl.h"
 #include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
+#include "small_rows-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
 
@@ -421,31 +422,71 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 }
 
 #if MOE_LANE_NETWORK
+// The rows a token-parallel group hands back (bit i: row t0 + i; NaN, +inf, a tie zone
+// at a decision), each through the per-token path.
+template <bool kProbs>
+HWY_INLINE void RouteHandedBack(uint32_t left, int64_t t0, const float* logits, int32_t experts,
+                                int32_t k, int32_t* ids, float* gates, Scratch& scratch) {
+  const D d;
+  for (; left != 0; left &= left - 1) {
+    const int64_t t = t0 + __builtin_ctz(left);
+    if constexpr (kProbs) {
+      ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+    } else {
+      LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
+    }
+  }
+}
+
 // Groups of kNetworkGroup rows of R blocks through the lane network keeping K
-// (lane_network-inl.h); the rows it hands back (NaN, +inf, a tie zone at a decision)
-// through the per-token path.
+// (lane_network-inl.h).
 template <int R, int K, bool kProbs>
 HWY_INLINE void NetworkGroups(const float* logits, int64_t rows, int32_t experts, int32_t k,
                               int32_t* ids, float* gates, Scratch& scratch) {
-  const D d;
   for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-    uint32_t left =
+    const uint32_t left =
         group == kNetworkGroup && experts == 16 * R
             ? LaneNetworkGroup<R, K, kProbs, true>(logits + t0 * experts, group, experts, k,
                                                    ids + t0 * k, gates + t0 * k)
             : LaneNetworkGroup<R, K, kProbs, false>(logits + t0 * experts, group, experts, k,
                                                     ids + t0 * k, gates + t0 * k);
-    for (; left != 0; left &= left - 1) {
-      const int64_t t = t0 + __builtin_ctz(left);
-      if constexpr (kProbs) {
-        ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-      } else {
-        LogitsRowGeneral(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
-      }
-    }
+    RouteHandedBack<kProbs>(left, t0, logits, experts, k, ids, gates, scratch);
   }
 }
+
+#if MOE_SMALL_ROWS
+// Rows of 2..16 experts with k = 1 or 2 (UsesSmallRows), in groups of kNetworkGroup
+// (small_rows-inl.h); rows of exactly 8 two to a vector.
+template <int KK, bool kPairs, bool kProbs>
+HWY_INLINE void SmallRowsGroups(const float* logits, int64_t rows, int32_t experts, int32_t* ids,
+                                float* gates, Scratch& scratch) {
+  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+    const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
+    const uint32_t left =
+        group == kNetworkGroup
+            ? SmallRowsGroup<KK, kPairs, kProbs, true>(logits + t0 * experts, group, experts,
+                                                       ids + t0 * KK, gates + t0 * KK)
+            : SmallRowsGroup<KK, kPairs, kProbs, false>(logits + t0 * experts, group, experts,
+                                                        ids + t0 * KK, gates + t0 * KK);
+    RouteHandedBack<kProbs>(left, t0, logits, experts, KK, ids, gates, scratch);
+  }
+}
+
+template <bool kProbs>
+HWY_INLINE void SmallRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                          int32_t* ids, float* gates) {
+  const D d;
+  Scratch scratch(d, experts, k);
+  if (k == 1) {
+    SmallRowsGroups<1, false, kProbs>(logits, rows, experts, ids, gates, scratch);
+  } else if (experts == 8) {
+    SmallRowsGroups<2, true, kProbs>(logits, rows, experts, ids, gates, scratch);
+  } else {
+    SmallRowsGroups<2, false, kProbs>(logits, rows, experts, ids, gates, scratch);
+  }
+}
+#endif
 
 // The network for this E and kk (UsesLaneNetwork): keeping 16 only past 256 experts.
 // Inlined into each caller, which then holds one mode's kernels.
@@ -469,6 +510,12 @@ HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, 
 
 void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                float* gates) {
+#if MOE_SMALL_ROWS
+  if (UsesSmallRows(experts, k)) {
+    SmallRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
+    return;
+  }
+#endif
 #if MOE_LANE_NETWORK
   if (UsesLaneNetwork(experts, std::min(k, experts))) {
     NetworkRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
@@ -493,6 +540,12 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
 // Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
+#if MOE_SMALL_ROWS
+  if (UsesSmallRows(experts, k)) {
+    SmallRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
+    return;
+  }
+#endif
 #if MOE_LANE_NETWORK
   if (UsesLaneNetwork(experts, std::min(k, experts))) {
     NetworkRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);

@@ -1,4 +1,4 @@
-// Rows of 17..512 experts whose best values are neighbouring floats, exact ties or +-0 at
+// Rows of 8..512 experts whose best values are neighbouring floats, exact ties or +-0 at
 // the kk-th place: the inputs where a selection that orders cut-down keys, or skips ties,
 // would go wrong (the AVX-512 kernels sort keys with 6, 8 or 9 bits of the value given over
 // to the expert and hand ties and close values to the general path). Every router, judged by
@@ -47,8 +47,8 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
   // in the logits' order (exp and division err by about 1.5 ulp).
   const std::vector<int32_t> steps =
       probsMode() ? std::vector<int32_t>{4, 8, 16, 40} : std::vector<int32_t>{1, 2, 8, 16, 40};
-  for (const int32_t experts : {17, 31, 33, 48, 50, 64, 100, 256, 300, 384, 512}) {
-    for (const int32_t k : {2, 5, 8, 10, 16}) {
+  for (const int32_t experts : {8, 13, 16, 17, 31, 33, 48, 50, 64, 100, 256, 300, 384, 512}) {
+    for (const int32_t k : {1, 2, 5, 8, 10, 16}) {
       for (const int32_t step : steps) {
         for (int rep = 0; rep < 20; ++rep) {
           SCOPED_TRACE(testing::Message() << "step=" << step << " ulps");
@@ -61,8 +61,8 @@ TEST_P(RouterCloseValues, NeighbouringBestValuesKeepTheirOrder) {
 }
 
 TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
-  for (const int32_t experts : {17, 40, 64, 129, 256, 384, 512}) {
-    for (const int32_t k : {2, 8, 10, 16}) {
+  for (const int32_t experts : {8, 16, 17, 40, 64, 129, 256, 384, 512}) {
+    for (const int32_t k : {1, 2, 8, 10, 16}) {
       if (2 * k > experts) continue;  // no room for the winners below
       // Everything at -2 except k - 1 clear winners (at E-1, E-3, ...) and two equal values
       // for the last place, in different vectors of the row.
@@ -102,19 +102,20 @@ TEST_P(RouterCloseValues, TiesAtTheLastKeptPlaceGoToTheLowerIndex) {
 TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
   const std::vector<int32_t> steps =
       probsMode() ? std::vector<int32_t>{8, 16, 48, 200} : std::vector<int32_t>{1, 3, 16, 48, 200};
-  for (const int32_t experts : {17, 33, 64, 100, 256, 384, 512}) {
+  for (const int32_t experts : {8, 16, 17, 33, 64, 100, 256, 384, 512}) {
     const int32_t alignments = experts <= 64 ? 64 : experts <= 256 ? 256 : 512;
-    // At E = 512, k = 12: the network that keeps 16 keys a lane.
-    const int32_t k = experts == 512 ? 12 : 3;
+    // At E <= 16, k = 2: the small-rows kernel; at E = 512, k = 12: the network that keeps
+    // 16 keys a lane.
+    const int32_t k = experts <= 16 ? 2 : experts == 512 ? 12 : 3;
     for (const int32_t step : steps) {
       for (int32_t offset = 0; offset < alignments; ++offset) {
         // Both ways round: within a zone, negative keys favour the higher index.
         for (const bool higherIndexLarger : {true, false}) {
           std::vector<float> row(static_cast<size_t>(experts));
           for (int32_t i = 0; i < experts; ++i) row[static_cast<size_t>(i)] = -4.0f - 0.01f * i;
-          row[16] = 0.0f;
-          const size_t smaller = higherIndexLarger ? 3 : 10;
-          const size_t larger = higherIndexLarger ? 10 : 3;
+          if (experts > 16) row[16] = 0.0f;
+          const size_t smaller = higherIndexLarger ? 3 : 6;
+          const size_t larger = higherIndexLarger ? 6 : 3;
           row[smaller] = -0.5f + static_cast<float>(offset) * 0x1p-25f;
           row[larger] = row[smaller] + static_cast<float>(step) * 0x1p-25f;
           SCOPED_TRACE(testing::Message()

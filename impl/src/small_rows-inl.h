@@ -1,0 +1,194 @@
+// Token-parallel top-1 and top-2 of AVX-512 rows of 2..16 experts (Mixtral's E = 8,
+// k = 2; Llama 4 Scout's E = 16, k = 1): the lane network's keys and checks
+// (lane_network-inl.h) with a selection and a write-back cut to one or two kept experts.
+// Re-included once per Highway target by route_simd.cpp (foreach_target), hence the
+// toggle guard.
+//
+// Sixteen tokens at a time, one per lane. A row of 16 is one vector; rows of exactly 8
+// are read two to a vector and moved to lanes in three steps instead of four. Each lane
+// keeps its best kk + 1 keys by compare-exchange; the best kk are kept, the last is the
+// best left out. The rows the keys cannot decide (a tie zone at a decision, NaN, +inf,
+// and in probabilities mode exps closer than the margin) go back to the caller, as in the
+// lane network, whose reasons hold here unchanged (E <= 16 < 2^9). Ids and gates are
+// written a whole vector of tokens at a time (k = 1) or interleaved by two permutes
+// (k = 2); rows handed back are written here too and then overwritten by the caller.
+#if defined(MOE_IMPL_SMALL_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MOE_IMPL_SMALL_ROWS_INL_H_
+#undef MOE_IMPL_SMALL_ROWS_INL_H_
+#else
+#define MOE_IMPL_SMALL_ROWS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "fast_exp-inl.h"
+#include "lane_network-inl.h"
+#include "order_keys-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace moe::detail {
+namespace HWY_NAMESPACE {
+
+#if MOE_LANE_NETWORK
+#undef MOE_SMALL_ROWS
+#define MOE_SMALL_ROWS 1
+
+// k itself (not min(k, E)): the write-back has k = kk slots a row.
+inline bool UsesSmallRows(int32_t experts, int32_t k) {
+  return experts >= 2 && experts <= 16 && (k == 1 || k == 2);
+}
+
+// Eight vectors of two rows of 8 (vector i: tokens 2i and 2i + 1) to lanes: lane t of
+// every result holds one of token t's 8 keys. Interleaving the two rows first puts the
+// token's bit 0 in lane bit 0; the vectors' index then holds the token's bits 1..3.
+HWY_INLINE void GatherRowPairsToLanes(__m512 (&r)[8]) {
+  // Lane 2j + h takes row h's expert j (lane 8h + j).
+  const __m512i interleave = _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) r[i] = _mm512_permutexvar_ps(interleave, r[i]);
+#pragma GCC unroll 3
+  for (int bit = 1; bit < 4; ++bit) {
+    const int s = 1 << (bit - 1);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      if ((i & s) == 0) CrossLaneBit(bit, r[i], r[i + s]);
+    }
+  }
+}
+
+// Routes `rows` (<= 16) rows of `experts` (2..16; exactly 8 when kPairs) keeping KK
+// (1 or 2 = min(k, E), so k = KK); returns the rows the caller must route (bit i: row i).
+// kFull: 16 rows.
+template <int KK, bool kPairs, bool kProbs, bool kFull>
+HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts, int32_t* ids,
+                                   float* gates) {
+  constexpr int G = kNetworkGroup;
+  constexpr int N = kPairs ? 8 : 16;  // key vectors
+  using Keys = OrderKeys<kPairs ? 3 : 4>;
+  if constexpr (kFull) rows = G;
+  if constexpr (kPairs) experts = 8;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * experts; };
+
+  __m512 key[N];
+  if constexpr (kPairs) {
+    // Lane l: expert l & 7, code 7 - (l & 7).
+    const __m512i code = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i valueBits = _mm512_set1_epi32(~Keys::kCodeMask);
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) {
+      // Tokens 2i and 2i + 1 (padding rows of a short group re-read the last row).
+      const __m256 lo = _mm256_loadu_ps(rowAt(2 * i));
+      const __m256 hi = _mm256_loadu_ps(rowAt(2 * i + 1));
+      const __m512 both = kFull ? _mm512_loadu_ps(x + 16 * i)
+                                : _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+      key[i] = SelectBits(_mm512_castps_si512(FiniteForKeys(both)), valueBits, code);
+    }
+    GatherRowPairsToLanes(key);
+  } else {
+    const auto real = static_cast<__mmask16>((1u << experts) - 1u);
+#pragma GCC unroll 16
+    for (int t = 0; t < G; ++t) {
+      const __m512 v = experts == 16
+                           ? _mm512_loadu_ps(rowAt(t))
+                           : _mm512_mask_loadu_ps(_mm512_set1_ps(kNegInf), real, rowAt(t));
+      key[t] = Keys::OfRowVector(FiniteForKeys(v), 0);
+    }
+    GatherRowsToLanes(key);
+  }
+
+  // The best KK + 1 keys of every lane, best first (keys are never -inf).
+  __m512 best[KK + 1];
+#pragma GCC unroll 3
+  for (int s = 0; s <= KK; ++s) best[s] = _mm512_set1_ps(kNegInf);
+#pragma GCC unroll 16
+  for (int j = 0; j < N; ++j) {
+    __m512 v = key[j];
+#pragma GCC unroll 3
+    for (int s = 0; s <= KK; ++s) {
+      const __m512 larger = _mm512_max_ps(best[s], v);
+      if (s < KK) v = _mm512_min_ps(best[s], v);
+      best[s] = larger;
+    }
+  }
+  const __m512 firstLeftOut = best[KK];
+
+  // As the lane network: NaN, +inf or FLT_MAX at the best, a tie zone at a decision.
+  __mmask16 left = _mm512_cmp_ps_mask(
+      best[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  __m512i id[KK];
+#pragma GCC unroll 2
+  for (int s = 0; s < KK; ++s) {
+    id[s] = _mm512_min_epi32(Keys::Ids(best[s]), _mm512_set1_epi32(experts - 1));
+  }
+  __m512 gate[KK];
+  gate[0] = _mm512_set1_ps(1.0f);  // exp(best - best)
+  const bool needValues = kProbs || KK == 2;
+  __m512 value[KK];
+  if (needValues) {
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
+                                                _mm512_set1_epi32(experts));
+#pragma GCC unroll 2
+    for (int s = 0; s < KK; ++s) {
+      value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
+    }
+  }
+  if constexpr (KK == 2) gate[1] = ExpNonPositive(_mm512_sub_ps(value[1], value[0]));
+  if constexpr (!kProbs) {
+    left |= _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(best[KK - 1]), _CMP_GE_OQ);
+    if constexpr (KK == 2) left |= Keys::SameZone(best[0], best[1]);
+  } else {
+    // The lane network's margins (LaneNetworkGroup says why they suffice).
+    const __m512 shrink = _mm512_set1_ps(1.0f - 0x1p-19f);
+    const __m512 leftOutExp = ExpNonPositive(
+        _mm512_min_ps(_mm512_sub_ps(Keys::ZoneTop(firstLeftOut), value[0]), _mm512_setzero_ps()));
+    left |= _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[KK - 1], shrink), _CMP_NLT_UQ);
+    left |= _mm512_cmp_ps_mask(gate[KK - 1], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
+    if constexpr (KK == 2) {
+      left |= _mm512_cmp_ps_mask(gate[1], _mm512_mul_ps(gate[0], shrink), _CMP_NLT_UQ);
+    }
+  }
+  if constexpr (KK == 2) {
+    // (0 + 1) + e in rank order, then each exp over it, as the lane network.
+    const __m512 sum = _mm512_add_ps(gate[0], gate[1]);
+    const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+    gate[0] = DivideWithReciprocal(gate[0], sum, perSum);
+    gate[1] = DivideWithReciprocal(gate[1], sum, perSum);
+  }
+
+  // Write back: slot s of row t at t * KK + s.
+  const uint32_t realRows = (1u << rows) - 1u;
+  if constexpr (KK == 1) {
+    const auto mask = static_cast<__mmask16>(realRows);
+    _mm512_mask_storeu_epi32(ids, mask, id[0]);
+    _mm512_mask_storeu_ps(gates, mask, gate[0]);
+  } else {
+    // Rows 0..7 to the first vector (lanes 2t, 2t + 1), rows 8..15 to the second.
+    const __m512i first = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i second =
+        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const auto lowMask = static_cast<__mmask16>(rows >= 8 ? 0xFFFFu : (1u << (2 * rows)) - 1u);
+    const auto highMask = static_cast<__mmask16>(rows > 8 ? (1u << (2 * (rows - 8))) - 1u : 0u);
+    _mm512_mask_storeu_epi32(ids, lowMask, _mm512_permutex2var_epi32(id[0], first, id[1]));
+    _mm512_mask_storeu_epi32(ids + 16, highMask, _mm512_permutex2var_epi32(id[0], second, id[1]));
+    _mm512_mask_storeu_ps(gates, lowMask, _mm512_permutex2var_ps(gate[0], first, gate[1]));
+    _mm512_mask_storeu_ps(gates + 16, highMask, _mm512_permutex2var_ps(gate[0], second, gate[1]));
+  }
+  return left & realRows;
+}
+
+#else
+#undef MOE_SMALL_ROWS
+#define MOE_SMALL_ROWS 0
+#endif  // AVX-512 targets
+
+}  // namespace HWY_NAMESPACE
+}  // namespace moe::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle
