@@ -75,6 +75,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * experts; };
 
   __m512 key[N];
+  __m512 raw[kPairs ? N : 1];  // kPairs: the rows as read, for the kept values
   if constexpr (kPairs) {
     // Lane l: expert l & 7, code 7 - (l & 7).
     const __m512i code = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
@@ -86,6 +87,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
       const __m256 hi = _mm256_loadu_ps(rowAt(2 * i + 1));
       const __m512 both = kFull ? _mm512_loadu_ps(x + 16 * i)
                                 : _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+      raw[i] = both;
       key[i] = SelectBits(_mm512_castps_si512(FiniteForKeys(both)), valueBits, code);
     }
     GatherRowPairsToLanes(key);
@@ -127,9 +129,23 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   }
   __m512 gate[KK];
   gate[0] = _mm512_set1_ps(1.0f);  // exp(best - best)
-  const bool needValues = kProbs || KK == 2;
   __m512 value[KK];
-  if (needValues) {
+  if constexpr (kPairs && KK == 2) {
+    // From the rows in registers, not memory: lane t's value sits in raw[t / 2] at
+    // 8 (t % 2) + id, so a two-source permute of raw[2q] and raw[2q + 1] serves the lanes
+    // of tokens 4q..4q + 3 (index 8 (t % 4) + id), and blends join the four. Cheaper than
+    // a gather's sixteen loads (E = 8, k = 2).
+    const __m512i tokenBase =
+        _mm512_set_epi32(24, 16, 8, 0, 24, 16, 8, 0, 24, 16, 8, 0, 24, 16, 8, 0);
+#pragma GCC unroll 2
+    for (int s = 0; s < KK; ++s) {
+      const __m512i at = _mm512_add_epi32(tokenBase, id[s]);
+      __m512 v = _mm512_permutex2var_ps(raw[0], at, raw[1]);
+      v = _mm512_mask_blend_ps(0x00F0, v, _mm512_permutex2var_ps(raw[2], at, raw[3]));
+      v = _mm512_mask_blend_ps(0x0F00, v, _mm512_permutex2var_ps(raw[4], at, raw[5]));
+      value[s] = _mm512_mask_blend_ps(0xF000, v, _mm512_permutex2var_ps(raw[6], at, raw[7]));
+    }
+  } else if constexpr (KK == 2) {
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
                                                 _mm512_set1_epi32(experts));
@@ -142,6 +158,14 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   if constexpr (!kProbs) {
     left |= _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(best[KK - 1]), _CMP_GE_OQ);
     if constexpr (KK == 2) left |= Keys::SameZone(best[0], best[1]);
+  } else if constexpr (KK == 1) {
+    // No value is read: the gate is exp(0) / exp(0) = 1, and the lane network's margin,
+    // every e left out below (1 - 2^-19) times the best's, holds when the logits differ by
+    // more than 2^-18 (e^-2^-18 < 1 - 2^-19 - 2^-22). Taken between the top of the best
+    // left-out key's tie zone and the bottom of the best's, bounds on the two logits; a
+    // computed difference below -2^-18 has a real one below -2^-18 (1 - 2^-24).
+    const __m512 gap = _mm512_sub_ps(Keys::ZoneTop(firstLeftOut), Keys::ZoneBottom(best[0]));
+    left |= _mm512_cmp_ps_mask(gap, _mm512_set1_ps(-0x1p-18f), _CMP_NLT_UQ);
   } else {
     // The lane network's margins (LaneNetworkGroup says why they suffice).
     const __m512 shrink = _mm512_set1_ps(1.0f - 0x1p-19f);
