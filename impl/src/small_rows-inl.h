@@ -60,6 +60,38 @@ HWY_INLINE void GatherRowPairsToLanes(__m512 (&r)[8]) {
   }
 }
 
+// The best two keys of each of 16 rows (one vector each), lane t holding row t's: the
+// moves of GatherRowsToLanes, each round followed by a lane-wise merge of the two vectors
+// it pairs, which then hold the same tokens, so that every round halves the vectors: 88
+// operations where moving all keys to lanes and then keeping the best two took 112.
+HWY_INLINE void BestTwoOfRows(__m512 (&r)[16], __m512& best, __m512& second) {
+  __m512 first[8];
+  __m512 next[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    CrossLaneBit(0, r[2 * i], r[2 * i + 1]);
+    first[i] = _mm512_max_ps(r[2 * i], r[2 * i + 1]);
+    next[i] = _mm512_min_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // first[i], next[i]: the tokens whose bits above lane bit `bit - 1` are i's, the lanes
+  // agreeing with them below; pairs i, i + s differ in the token's bit `bit`.
+#pragma GCC unroll 3
+  for (int bit = 1; bit < 4; ++bit) {
+    const int s = 1 << (bit - 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2 * s) {
+      CrossLaneBit(bit, first[i], first[i + s]);
+      CrossLaneBit(bit, next[i], next[i + s]);
+      const __m512 larger = _mm512_max_ps(first[i], first[i + s]);
+      next[i] =
+          _mm512_max_ps(_mm512_min_ps(first[i], first[i + s]), _mm512_max_ps(next[i], next[i + s]));
+      first[i] = larger;
+    }
+  }
+  best = first[0];
+  second = next[0];
+}
+
 // Routes `rows` (<= 16) rows of `experts` (2..16; exactly 8 when kPairs) keeping KK
 // (1 or 2 = min(k, E), so k = KK); returns the rows the caller must route (bit i: row i).
 // kFull: 16 rows.
@@ -100,21 +132,27 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
                            : _mm512_mask_loadu_ps(_mm512_set1_ps(kNegInf), real, rowAt(t));
       key[t] = Keys::OfRowVector(FiniteForKeys(v), 0);
     }
-    GatherRowsToLanes(key);
   }
 
-  // The best KK + 1 keys of every lane, best first (keys are never -inf).
+  // The best KK + 1 keys of every lane, best first.
   __m512 best[KK + 1];
+  if constexpr (!kPairs && KK == 1) {
+    BestTwoOfRows(key, best[0], best[1]);
+  } else {
+    if constexpr (!kPairs) GatherRowsToLanes(key);
+    // Down a list of KK + 1, from the first key (keys are never -inf).
+    best[0] = key[0];
 #pragma GCC unroll 3
-  for (int s = 0; s <= KK; ++s) best[s] = _mm512_set1_ps(kNegInf);
+    for (int s = 1; s <= KK; ++s) best[s] = _mm512_set1_ps(kNegInf);
 #pragma GCC unroll 16
-  for (int j = 0; j < N; ++j) {
-    __m512 v = key[j];
+    for (int j = 1; j < N; ++j) {
+      __m512 v = key[j];
 #pragma GCC unroll 3
-    for (int s = 0; s <= KK; ++s) {
-      const __m512 larger = _mm512_max_ps(best[s], v);
-      if (s < KK) v = _mm512_min_ps(best[s], v);
-      best[s] = larger;
+      for (int s = 0; s <= KK; ++s) {
+        const __m512 larger = _mm512_max_ps(best[s], v);
+        if (s < KK) v = _mm512_min_ps(best[s], v);
+        best[s] = larger;
+      }
     }
   }
   const __m512 firstLeftOut = best[KK];
