@@ -196,23 +196,27 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   if constexpr (!kProbs) {
     left |= _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(best[KK - 1]), _CMP_GE_OQ);
     if constexpr (KK == 2) left |= Keys::SameZone(best[0], best[1]);
-  } else if constexpr (KK == 1) {
-    // No value is read: the gate is exp(0) / exp(0) = 1, and the lane network's margin,
-    // every e left out below (1 - 2^-19) times the best's, holds when the logits differ by
-    // more than 2^-18 (e^-2^-18 < 1 - 2^-19 - 2^-22). Taken between the top of the best
-    // left-out key's tie zone and the bottom of the best's, bounds on the two logits; a
-    // computed difference below -2^-18 has a real one below -2^-18 (1 - 2^-24).
-    const __m512 gap = _mm512_sub_ps(Keys::ZoneTop(firstLeftOut), Keys::ZoneBottom(best[0]));
-    left |= _mm512_cmp_ps_mask(gap, _mm512_set1_ps(-0x1p-18f), _CMP_NLT_UQ);
   } else {
-    // The lane network's margins (LaneNetworkGroup says why they suffice).
-    const __m512 shrink = _mm512_set1_ps(1.0f - 0x1p-19f);
-    const __m512 leftOutExp = ExpNonPositive(
-        _mm512_min_ps(_mm512_sub_ps(Keys::ZoneTop(firstLeftOut), value[0]), _mm512_setzero_ps()));
-    left |= _mm512_cmp_ps_mask(leftOutExp, _mm512_mul_ps(gate[KK - 1], shrink), _CMP_NLT_UQ);
-    left |= _mm512_cmp_ps_mask(gate[KK - 1], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
+    // Probabilities mode: the lane network's margins (LaneNetworkGroup says why they
+    // suffice), every kept e below (1 - 2^-19) times the one before and every e left out
+    // that far below the kk-th, hold when the logits differ by more than 2^-18
+    // (e^-2^-18 < 1 - 2^-19 - 2^-22), so they are checked on the logits with no exp: a
+    // computed difference below -2^-18 has a real one below -2^-18 (1 - 2^-24). The best
+    // left out is bounded by the top of its key's tie zone, and for k = 1, where no value
+    // is read (the gate is exp(0) / exp(0) = 1), the best by the bottom of its own.
+    const __m512 margin = _mm512_set1_ps(-0x1p-18f);
+    __m512 kth;  // at most the kk-th logit
+    if constexpr (KK == 1) {
+      kth = Keys::ZoneBottom(best[0]);
+    } else {
+      kth = value[KK - 1];
+    }
+    left |=
+        _mm512_cmp_ps_mask(_mm512_sub_ps(Keys::ZoneTop(firstLeftOut), kth), margin, _CMP_NLT_UQ);
     if constexpr (KK == 2) {
-      left |= _mm512_cmp_ps_mask(gate[1], _mm512_mul_ps(gate[0], shrink), _CMP_NLT_UQ);
+      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(value[1], value[0]), margin, _CMP_NLT_UQ);
+      // The kk-th p normal: S <= 16, so an e of at least 2^-116 (as the network).
+      left |= _mm512_cmp_ps_mask(gate[1], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
     }
   }
   if constexpr (KK == 2) {
