@@ -1,6 +1,9 @@
 // The memory-bandwidth roof: a plain vectorised read (and sum) of the same logits bytes,
 // with Highway's dynamic dispatch, so the routers' GB/s can be read as a fraction of it.
+// Also the read-and-write roof: the same read with a router's writes (k ids and k gates a
+// token), which at small E are half as many bytes as the reads.
 #include <cstddef>
+#include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "read_roof.cpp"
@@ -31,6 +34,33 @@ float sumFloats(const float* data, size_t n) {
   return sum;
 }
 
+// Per 16 tokens: their rows summed, the sum stored over their 16 k ids and 16 k gates.
+void readAndWrite(const float* data, size_t tokens, size_t experts, size_t k, int32_t* ids,
+                  float* gates) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const size_t lanes = hn::Lanes(d);
+  constexpr size_t kGroup = 16;
+  size_t t = 0;
+  for (; t + kGroup <= tokens; t += kGroup) {
+    const float* rows = data + t * experts;
+    auto acc = hn::Zero(d);
+    size_t i = 0;
+    for (; i + lanes <= kGroup * experts; i += lanes) acc = hn::Add(acc, hn::LoadU(d, rows + i));
+    for (; i < kGroup * experts; ++i) acc = hn::Add(acc, hn::Set(d, rows[i]));
+    for (size_t o = 0; o < kGroup * k; o += lanes) {
+      hn::StoreU(acc, d, gates + t * k + o);
+      hn::StoreU(hn::BitCast(di, acc), di, ids + t * k + o);
+    }
+  }
+  for (; t < tokens; ++t) {
+    for (size_t s = 0; s < k; ++s) {
+      gates[t * k + s] = data[t * experts];
+      ids[t * k + s] = 0;
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace moe::bench
 HWY_AFTER_NAMESPACE();
@@ -40,6 +70,11 @@ namespace moe::bench {
 HWY_EXPORT(sumFloats);
 float sumFloats(const float* data, size_t n) {
   return HWY_DYNAMIC_DISPATCH(sumFloats)(data, n);
+}
+HWY_EXPORT(readAndWrite);
+void readAndWrite(const float* data, size_t tokens, size_t experts, size_t k, int32_t* ids,
+                  float* gates) {
+  HWY_DYNAMIC_DISPATCH(readAndWrite)(data, tokens, experts, k, ids, gates);
 }
 }  // namespace moe::bench
 #endif
