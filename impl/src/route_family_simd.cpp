@@ -31,6 +31,7 @@
 
 #include "family_select.hpp"
 #include "fast_exp-inl.h"
+#include "lane_family-inl.h"
 #include "moe/detail/route_kernels.hpp"
 #include "sigmoid_estimate-inl.h"
 #include "topk_select.hpp"
@@ -847,6 +848,36 @@ HWY_NOINLINE void ScreenedRows(D d, const FamilyParams& p, const RowsSetup& setu
 }
 #endif
 
+#if MOE_FAMILY_SCREEN && MOE_LANE_FAMILY
+// Sigmoid rows the token-parallel kernel takes (lane_family-inl.h: DeepSeek-V3's shape
+// among them), 16 at a time; the rows it hands back take the exact steps, so the output
+// is the exact rows' bit for bit.
+HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& setup,
+                                 const LaneFamily& f, const float* logits, int64_t rows,
+                                 int32_t* ids, float* gates, FamilyScratch& scratch) {
+  __m512 lists[8 * kLaneFamilyMaxGroups];
+  __m512 drops[kLaneFamilyMaxGroups];
+  const auto exactSigmoid = [d](__m512 x) { return Sigmoid(d, V{x}).raw; };
+  const int32_t n = p.experts;
+  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+    const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
+    uint32_t left = LaneFamilyGroup(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                                    exactSigmoid, lists, drops);
+    for (; left != 0; left &= left - 1) {
+      const int64_t t = t0 + __builtin_ctz(left);
+      int32_t* rowIds = ids + t * p.k;
+      float* rowGates = gates + t * p.k;
+      if (ScoresAndKeys(d, p, logits + t * n, scratch) &&
+          (p.groups == 1 || KeepGroups(d, p, setup, scratch))) {
+        SelectAndWrite(d, p, setup, scratch, rowIds, rowGates);
+      } else {
+        writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
+      }
+    }
+  }
+}
+#endif
+
 void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids, float* gates,
           bool allowScreen) {
   const D d;
@@ -859,6 +890,13 @@ void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids
   bool ok[kBlock];
 #if MOE_FAMILY_SCREEN
   if (setup.screen) {
+#if MOE_LANE_FAMILY
+    LaneFamily lanes;
+    if (lanes.setUp(p, setup.delta)) {
+      LaneFamilyRows(d, p, setup, lanes, logits, rows, ids, gates, scratch[0]);
+      return;
+    }
+#endif
     ScreenedRows(d, p, setup, logits, rows, ids, gates, scratch.data());
     return;
   }

@@ -1,0 +1,312 @@
+// Token-parallel moe_route_v2 for sigmoid rows with a bias and groups (DeepSeek-V3: E = 256,
+// k = 8, 8 groups of 32, the best 4 by top-2 sum), on AVX-512: the lane network's moves
+// and sorting networks (lane_network-inl.h) on keys of the sigmoid estimate
+// (sigmoid_estimate-inl.h), then the exact sigmoid for the kept experts only. Re-included
+// once per Highway target by route_family_simd.cpp, hence the toggle guard.
+//
+// Sixteen tokens at a time, one per lane. Per 16-expert block: each row's estimated keys
+// c~ = s~ + b (order keys: the expert in the low 8 bits), moved to lanes and sorted to the
+// block's best 8; a group's blocks are merged into its best 8 and the best key it drops.
+// The group scores come from those lists (the best, or best + second), the kept groups
+// from a sort of the group scores, and the kept experts from merging the kept groups'
+// lists (others masked to -inf). Every decision is taken on estimates, so the kernel hands
+// the row back to the exact path unless each is clear by a margin that the estimates'
+// error cannot cross: |c~ - c| <= delta (the screen's bound) plus the code bits' 2^-15
+// relative; a group score's error is at most twice that plus the sums' roundings. With
+// the kept set exact, the kept experts' exact sigmoid (the exact path's own function,
+// given as `exactSigmoid`), their keys c = s + b, their order by the spec's beats (a
+// sort on (c, id)) and the gates (s over the kept s summed in index order, times the
+// scale) are the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key)
+// and undecided rows go back to the caller.
+#if defined(MOE_IMPL_LANE_FAMILY_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MOE_IMPL_LANE_FAMILY_INL_H_
+#undef MOE_IMPL_LANE_FAMILY_INL_H_
+#else
+#define MOE_IMPL_LANE_FAMILY_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "lane_network-inl.h"
+#include "moe/detail/route_kernels.hpp"
+#include "order_keys-inl.h"
+#include "sigmoid_estimate-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace moe::detail {
+namespace HWY_NAMESPACE {
+
+#if MOE_LANE_NETWORK && MOE_SIGMOID_ESTIMATE
+#undef MOE_LANE_FAMILY
+#define MOE_LANE_FAMILY 1
+
+inline constexpr int32_t kLaneFamilyMaxGroups = 16;
+
+// What the kernel needs of the parameters, and its margins, fixed per call.
+struct LaneFamily {
+  int32_t experts = 0, k = 0, kk = 0, groups = 1, topkGroups = 1, blocks = 0, groupBlocks = 0;
+  bool top2 = false, renormalize = false;
+  float scale = 1.0f;
+  const float* bias = nullptr;
+  float expertMargin = 0.0f;  // kk-th eligible key minus the next: above it, exact
+  float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
+
+  // delta: the screen's bound on |c~ - c| (0: no screen). False where the kernel does not
+  // apply: softmax, E not whole blocks or past 256 (8-bit codes), k past 8, groups not
+  // whole blocks, too few eligible experts for a best left out.
+  bool setUp(const FamilyParams& p, float delta) {
+    kk = p.keptCount();
+    if (!p.sigmoid || !(delta > 0.0f) || p.experts < 32 || p.experts > 256 || p.experts % 16 != 0 ||
+        kk < 1 || kk > 8 || p.eligibleCount() <= kk) {
+      return false;
+    }
+    if (p.groups > 1 && (p.groupSize() % 16 != 0 || p.groups > kLaneFamilyMaxGroups)) return false;
+    experts = p.experts;
+    k = p.k;
+    groups = p.groups;
+    topkGroups = p.groups > 1 ? p.topkGroups : 1;
+    blocks = p.experts / 16;
+    groupBlocks = p.groupSize() / 16;
+    top2 = p.top2Sum;
+    renormalize = p.renormalize;
+    scale = p.scale;
+    bias = p.bias;
+    // |c| <= 1 + B with B = max |b| (< 1/64 where the screen is on). A key replaces the
+    // low 8 bits of c~: within 2^-15 |c~| of it. A group score (0 + c1) + c2 rounds twice,
+    // within 2^-23 (1 + B) each, and its group key's 4 code bits move it by 2^-18 (1 + B).
+    double maxBias = 0.0;
+    if (p.bias != nullptr) {
+      for (int32_t e = 0; e < p.experts; ++e)
+        maxBias = std::max(maxBias, std::fabs(double(p.bias[e])));
+    }
+    const double top = 1.0 + maxBias + double(delta);
+    const double perKey = double(delta) + std::ldexp(top, -15);
+    const double perGroup = 2.0 * perKey + std::ldexp(top, -22) + std::ldexp(2.0 * top, -18);
+    // Margins compared with a rounded difference: a little more than twice the errors.
+    expertMargin = static_cast<float>(2.0 * perKey * (1.0 + 0x1p-20) + std::ldexp(top, -22));
+    groupMargin = static_cast<float>(2.0 * perGroup * (1.0 + 0x1p-20) + std::ldexp(2.0 * top, -22));
+    return true;
+  }
+};
+
+// Compare-exchange of (key, id, score) triples by the spec's beats: a greater key, or an
+// equal key and a lower id, goes first (the padding: key -inf, id past every expert).
+struct Ranked {
+  __m512 key;
+  __m512i id;
+  __m512 score;
+};
+HWY_INLINE void ExchangeByBeats(Ranked& a, Ranked& b) {
+  const __mmask16 bFirst =
+      _mm512_cmp_ps_mask(b.key, a.key, _CMP_GT_OQ) |
+      (_mm512_cmp_ps_mask(b.key, a.key, _CMP_EQ_OQ) & _mm512_cmpgt_epi32_mask(a.id, b.id));
+  const Ranked oldA = a;
+  a.key = _mm512_mask_blend_ps(bFirst, a.key, b.key);
+  a.id = _mm512_mask_blend_epi32(bFirst, a.id, b.id);
+  a.score = _mm512_mask_blend_ps(bFirst, a.score, b.score);
+  b.key = _mm512_mask_blend_ps(bFirst, b.key, oldA.key);
+  b.id = _mm512_mask_blend_epi32(bFirst, b.id, oldA.id);
+  b.score = _mm512_mask_blend_ps(bFirst, b.score, oldA.score);
+}
+
+// Compare-exchange by id, lower first, carrying the score.
+HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB) {
+  const __mmask16 swap = _mm512_cmpgt_epi32_mask(idA, idB);
+  const __m512i lowId = _mm512_min_epi32(idA, idB);
+  idB = _mm512_max_epi32(idA, idB);
+  idA = lowId;
+  const __m512 oldA = sA;
+  sA = _mm512_mask_blend_ps(swap, sA, sB);
+  sB = _mm512_mask_blend_ps(swap, sB, oldA);
+}
+
+// Knuth's 19-comparator network for 8 (SortEight's), as index pairs.
+inline constexpr int kSortEightPairs[19][2] = {
+    {0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
+    {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+
+// Routes `rows` (<= 16) rows; returns those the exact path must route (bit i: row i).
+// lists: room for 8 vectors a group, drops: one a group.
+template <class ExactSigmoid>
+HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
+                                    float* gates, ExactSigmoid exactSigmoid, __m512* lists,
+                                    __m512* drops) {
+  using Keys = OrderKeys<8>;
+  using GroupKeys = OrderKeys<4>;
+  constexpr int G = kNetworkGroup;
+  const int32_t n = f.experts;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * n; };
+
+  // Every group's best 8 estimated keys (sorted) and the best key it drops.
+  for (int32_t b = 0; b < f.blocks; ++b) {
+    const __m512 bias = f.bias != nullptr ? _mm512_loadu_ps(f.bias + 16 * b) : _mm512_setzero_ps();
+    __m512 block[16];
+#pragma GCC unroll 16
+    for (int t = 0; t < G; ++t) {
+      const float* at = rowAt(t) + 16 * b;
+      // The next group's line of this row (the network's prefetch; past the end: no fault).
+      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(at) +
+                                                 sizeof(float) * G * uint64_t(n)),
+                   _MM_HINT_T0);
+      __m512 c = SigmoidEstimate(_mm512_loadu_ps(at));
+      if (f.bias != nullptr) c = _mm512_add_ps(c, bias);
+      block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
+    }
+    GatherRowsToLanes(block);
+    const __m512 dropped = SortBlock<8>(block);
+    const int32_t g = b / f.groupBlocks;
+    __m512* list = lists + 8 * g;
+    if (b % f.groupBlocks == 0) {
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) list[s] = block[s];
+      drops[g] = dropped;
+    } else {
+      drops[g] = _mm512_max_ps(_mm512_max_ps(drops[g], dropped), MergeBest<8>(list, block));
+    }
+  }
+
+  // A NaN logit (a NaN estimate) makes a key FLT_MAX's: the exact path writes the row.
+  const int32_t groups = f.groups > 1 ? f.groups : 1;
+  __m512 best = lists[0];
+  for (int32_t g = 1; g < groups; ++g) best = _mm512_max_ps(best, lists[8 * g]);
+  __mmask16 left = _mm512_cmp_ps_mask(
+      best, Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+
+  // The kept groups: group keys (score, code 15 - g) sorted; the topk_groups-th must beat
+  // the next by the margin.
+  __mmask16 keptGroup[kLaneFamilyMaxGroups];
+  if (f.groups > 1) {
+    __m512 groupKey[16];
+    for (int32_t g = 0; g < 16; ++g) {
+      if (g >= f.groups) {
+        groupKey[g] = _mm512_set1_ps(kNegInf);
+        continue;
+      }
+      const __m512 score =
+          f.top2 ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), lists[8 * g]), lists[8 * g + 1])
+                 : lists[8 * g];
+      groupKey[g] = SelectBits(_mm512_castps_si512(score), _mm512_set1_epi32(~GroupKeys::kCodeMask),
+                               _mm512_set1_epi32(GroupKeys::kCodeMask - g));
+    }
+    if (f.groups <= 8) {
+      SortEight(groupKey);
+    } else {
+      SortSixteen(groupKey);
+    }
+    const int32_t t = f.topkGroups;
+    if (t < f.groups) {
+      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(groupKey[t - 1], groupKey[t]),
+                                 _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ);
+    }
+    for (int32_t g = 0; g < f.groups; ++g) keptGroup[g] = 0;
+    for (int32_t j = 0; j < t; ++j) {
+      const __m512i gid = GroupKeys::Ids(groupKey[j]);
+      for (int32_t g = 0; g < f.groups; ++g) {
+        keptGroup[g] |= _mm512_cmpeq_epi32_mask(gid, _mm512_set1_epi32(g));
+      }
+    }
+  } else {
+    keptGroup[0] = 0xFFFF;
+  }
+
+  // The kept experts: the kept groups' lists merged (the others' keys -inf).
+  __m512 key[8];
+  __m512 others = _mm512_set1_ps(kNegInf);
+  bool first = true;
+  for (int32_t g = 0; g < groups; ++g) {
+    __m512 list[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      list[s] = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], lists[8 * g + s]);
+    }
+    others =
+        _mm512_max_ps(others, _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], drops[g]));
+    if (first) {
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) key[s] = list[s];
+      first = false;
+    } else {
+      others = _mm512_max_ps(others, MergeBest<8>(key, list));
+    }
+  }
+  const int32_t kk = f.kk;
+  const __m512 firstLeftOut = kk < 8 ? key[std::min(kk, 7)] : others;
+  left |= _mm512_cmp_ps_mask(_mm512_sub_ps(key[kk - 1], firstLeftOut),
+                             _mm512_set1_ps(f.expertMargin), _CMP_NGT_UQ);
+
+  // The kept experts exactly: logits and biases gathered by id, the exact path's sigmoid,
+  // ranked by beats on (c, id) (padding past kk: -inf, an id past every expert).
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i rowStart =
+      _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(n));
+  Ranked kept[8];
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    if (s >= kk) {
+      kept[s] = {_mm512_set1_ps(kNegInf), _mm512_set1_epi32(n + s), _mm512_setzero_ps()};
+      continue;
+    }
+    const __m512i id = Keys::Ids(key[s]);
+    const __m512 score = exactSigmoid(_mm512_i32gather_ps(_mm512_add_epi32(rowStart, id), x, 4));
+    const __m512 c =
+        f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
+    kept[s] = {c, id, score};
+  }
+  for (const auto& pair : kSortEightPairs) ExchangeByBeats(kept[pair[0]], kept[pair[1]]);
+
+  // Gates: s, over the kept s summed in index order from 0 when renormalising, times scale.
+  __m512 gate[8];
+  if (f.renormalize) {
+    __m512i byId[8];
+    __m512 sById[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      byId[s] = kept[s].id;
+      sById[s] = kept[s].score;
+    }
+    for (const auto& pair : kSortEightPairs) {
+      ExchangeById(byId[pair[0]], sById[pair[0]], byId[pair[1]], sById[pair[1]]);
+    }
+    __m512 total = _mm512_setzero_ps();
+    for (int32_t s = 0; s < kk; ++s) total = _mm512_add_ps(total, sById[s]);
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      gate[s] = _mm512_mul_ps(_mm512_div_ps(kept[s].score, total), _mm512_set1_ps(f.scale));
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) gate[s] = _mm512_mul_ps(kept[s].score, _mm512_set1_ps(f.scale));
+  }
+
+  // Back to rows as the lane network: row t's gates in lanes 0..7, its ids in 8..15.
+  __m512 out[16];
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    out[s] = s < kk ? gate[s] : _mm512_setzero_ps();
+    out[8 + s] = s < kk ? _mm512_castsi512_ps(kept[s].id) : _mm512_setzero_ps();
+  }
+  Transpose16(out);
+  for (int32_t t = 0; t < rows; ++t) {
+    if ((left >> t) & 1) continue;
+    StoreKept(f.k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
+              _mm512_castps512_ps256(out[t]), ids + int64_t{t} * f.k, gates + int64_t{t} * f.k);
+  }
+  return left & ((1u << rows) - 1u);
+}
+
+#else
+#undef MOE_LANE_FAMILY
+#define MOE_LANE_FAMILY 0
+#endif  // AVX-512 targets
+
+}  // namespace HWY_NAMESPACE
+}  // namespace moe::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle
