@@ -131,15 +131,18 @@ inline constexpr int kSortEightPairs[19][2] = {
     {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
 
 // Routes `rows` (<= 16) rows; returns those the exact path must route (bit i: row i).
-// lists: room for 8 vectors a group, drops: one a group.
-template <class ExactSigmoid>
+// lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
+// here (16 rows of it: every load at a constant offset, as the lane network's kFull,
+// where computing 16 row addresses a block was a fifth of the instructions), else 0.
+template <int kExperts, class ExactSigmoid>
 HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
                                     float* gates, ExactSigmoid exactSigmoid, __m512* lists,
                                     __m512* drops) {
   using Keys = OrderKeys<8>;
   using GroupKeys = OrderKeys<4>;
   constexpr int G = kNetworkGroup;
-  const int32_t n = f.experts;
+  if constexpr (kExperts != 0) rows = G;
+  const int32_t n = kExperts != 0 ? kExperts : f.experts;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * n; };
 

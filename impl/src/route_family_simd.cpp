@@ -850,8 +850,8 @@ HWY_NOINLINE void ScreenedRows(D d, const FamilyParams& p, const RowsSetup& setu
 
 #if MOE_FAMILY_SCREEN && MOE_LANE_FAMILY
 // Sigmoid rows the token-parallel kernel takes (lane_family-inl.h: DeepSeek-V3's shape
-// among them), 16 at a time; the rows it hands back take the exact steps, so the output
-// is the exact rows' bit for bit.
+// among them), 16 at a time; the rows it hands back take the per-token screen and then the
+// exact steps, so the output is the exact rows' bit for bit.
 HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& setup,
                                  const LaneFamily& f, const float* logits, int64_t rows,
                                  int32_t* ids, float* gates, FamilyScratch& scratch) {
@@ -861,14 +861,26 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
   const int32_t n = p.experts;
   for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-    uint32_t left = LaneFamilyGroup(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                                    exactSigmoid, lists, drops);
+    // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
+    uint32_t left = group == kNetworkGroup && n == 256
+                        ? LaneFamilyGroup<256>(f, logits + t0 * n, group, ids + t0 * p.k,
+                                               gates + t0 * p.k, exactSigmoid, lists, drops)
+                        : LaneFamilyGroup<0>(f, logits + t0 * n, group, ids + t0 * p.k,
+                                             gates + t0 * p.k, exactSigmoid, lists, drops);
     for (; left != 0; left &= left - 1) {
       const int64_t t = t0 + __builtin_ctz(left);
+      const float* x = logits + t * n;
       int32_t* rowIds = ids + t * p.k;
       float* rowGates = gates + t * p.k;
-      if (ScoresAndKeys(d, p, logits + t * n, scratch) &&
-          (p.groups == 1 || KeepGroups(d, p, setup, scratch))) {
+      // The per-token screen first (its margins are on unrounded estimates, and it takes
+      // more candidates), then the exact steps.
+      Screened screened;
+      screened.ok = EstimateKeys(p, x, 0, scratch) && ScreenGroups(p, setup, scratch, screened) &&
+                    ScreenCount(d, setup, scratch, screened);
+      if (screened.ok) {
+        DecideScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
+      } else if (ScoresAndKeys(d, p, x, scratch) &&
+                 (p.groups == 1 || KeepGroups(d, p, setup, scratch))) {
         SelectAndWrite(d, p, setup, scratch, rowIds, rowGates);
       } else {
         writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
