@@ -50,6 +50,7 @@ inline constexpr int32_t kLaneFamilyMaxGroups = 16;
 // What the kernel needs of the parameters, and its margins, fixed per call.
 struct LaneFamily {
   int32_t experts = 0, k = 0, kk = 0, groups = 1, topkGroups = 1, blocks = 0, groupBlocks = 0;
+  int codeBits = 8;  // the expert's code in a key: 8 bits up to 256 experts, else 9
   bool top2 = false, renormalize = false;
   float scale = 1.0f;
   const float* bias = nullptr;
@@ -57,11 +58,11 @@ struct LaneFamily {
   float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
 
   // delta: the screen's bound on |c~ - c| (0: no screen). False where the kernel does not
-  // apply: softmax, E not whole blocks or past 256 (8-bit codes), k past 8, groups not
+  // apply: softmax, E not whole blocks or past 512 (9-bit codes), k past 8, groups not
   // whole blocks, too few eligible experts for a best left out.
   bool setUp(const FamilyParams& p, float delta) {
     kk = p.keptCount();
-    if (!p.sigmoid || !(delta > 0.0f) || p.experts < 32 || p.experts > 256 || p.experts % 16 != 0 ||
+    if (!p.sigmoid || !(delta > 0.0f) || p.experts < 32 || p.experts > 512 || p.experts % 16 != 0 ||
         kk < 1 || kk > 8 || p.eligibleCount() <= kk) {
       return false;
     }
@@ -77,15 +78,17 @@ struct LaneFamily {
     scale = p.scale;
     bias = p.bias;
     // |c| <= 1 + B with B = max |b| (< 1/64 where the screen is on). A key replaces the
-    // low 8 bits of c~: within 2^-15 |c~| of it. A group score (0 + c1) + c2 rounds twice,
-    // within 2^-23 (1 + B) each, and its group key's 4 code bits move it by 2^-18 (1 + B).
+    // low 8 bits of c~ (9 past 256 experts): within 2^-15 |c~| (2^-14) of it. A group score (0 +
+    // c1) + c2 rounds twice, within 2^-23 (1 + B) each, and its group key's 4 code bits move it by
+    // 2^-18 (1 + B).
     double maxBias = 0.0;
     if (p.bias != nullptr) {
       for (int32_t e = 0; e < p.experts; ++e)
         maxBias = std::max(maxBias, std::fabs(double(p.bias[e])));
     }
     const double top = 1.0 + maxBias + double(delta);
-    const double perKey = double(delta) + std::ldexp(top, -15);
+    codeBits = p.experts <= 256 ? 8 : 9;
+    const double perKey = double(delta) + std::ldexp(top, codeBits - 23);
     const double perGroup = 2.0 * perKey + std::ldexp(top, -22) + std::ldexp(2.0 * top, -18);
     // Margins compared with a rounded difference: a little more than twice the errors.
     expertMargin = static_cast<float>(2.0 * perKey * (1.0 + 0x1p-20) + std::ldexp(top, -22));
@@ -134,11 +137,11 @@ inline constexpr int kSortEightPairs[19][2] = {
 // lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
 // here (16 rows of it: every load at a constant offset, as the lane network's kFull,
 // where computing 16 row addresses a block was a fifth of the instructions), else 0.
-template <int kExperts, class ExactSigmoid>
+template <int kExperts, int kCodeBits, class ExactSigmoid>
 HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
                                     float* gates, ExactSigmoid exactSigmoid, __m512* lists,
                                     __m512* drops) {
-  using Keys = OrderKeys<8>;
+  using Keys = OrderKeys<kCodeBits>;
   using GroupKeys = OrderKeys<4>;
   constexpr int G = kNetworkGroup;
   if constexpr (kExperts != 0) rows = G;

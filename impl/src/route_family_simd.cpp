@@ -862,11 +862,17 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
   for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
     // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
-    uint32_t left = group == kNetworkGroup && n == 256
-                        ? LaneFamilyGroup<256>(f, logits + t0 * n, group, ids + t0 * p.k,
-                                               gates + t0 * p.k, exactSigmoid, lists, drops)
-                        : LaneFamilyGroup<0>(f, logits + t0 * n, group, ids + t0 * p.k,
-                                             gates + t0 * p.k, exactSigmoid, lists, drops);
+    uint32_t left = 0;
+    if (group == kNetworkGroup && n == 256) {
+      left = LaneFamilyGroup<256, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                                     exactSigmoid, lists, drops);
+    } else if (f.codeBits == 8) {
+      left = LaneFamilyGroup<0, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                                   exactSigmoid, lists, drops);
+    } else {
+      left = LaneFamilyGroup<0, 9>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                                   exactSigmoid, lists, drops);
+    }
     for (; left != 0; left &= left - 1) {
       const int64_t t = t0 + __builtin_ctz(left);
       const float* x = logits + t * n;
