@@ -150,7 +150,8 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * n; };
 
   // Every group's best 8 estimated keys (sorted) and the best key it drops.
-  for (int32_t b = 0; b < f.blocks; ++b) {
+  // No bias adds +0: an estimate is never -0, so that changes no key.
+  for (int32_t b = 0, g = 0, inGroup = 0; b < f.blocks; ++b) {
     const __m512 bias = f.bias != nullptr ? _mm512_loadu_ps(f.bias + 16 * b) : _mm512_setzero_ps();
     __m512 block[16];
 #pragma GCC unroll 16
@@ -160,20 +161,22 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
       _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(at) +
                                                  sizeof(float) * G * uint64_t(n)),
                    _MM_HINT_T0);
-      __m512 c = SigmoidEstimate(_mm512_loadu_ps(at));
-      if (f.bias != nullptr) c = _mm512_add_ps(c, bias);
+      const __m512 c = _mm512_add_ps(SigmoidEstimate(_mm512_loadu_ps(at)), bias);
       block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
     }
     GatherRowsToLanes(block);
     const __m512 dropped = SortBlock<8>(block);
-    const int32_t g = b / f.groupBlocks;
     __m512* list = lists + 8 * g;
-    if (b % f.groupBlocks == 0) {
+    if (inGroup == 0) {
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) list[s] = block[s];
       drops[g] = dropped;
     } else {
       drops[g] = _mm512_max_ps(_mm512_max_ps(drops[g], dropped), MergeBest<8>(list, block));
+    }
+    if (++inGroup == f.groupBlocks) {
+      inGroup = 0;
+      ++g;
     }
   }
 
