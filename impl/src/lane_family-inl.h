@@ -303,8 +303,9 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   Transpose16(out);
   for (int32_t t = 0; t < rows; ++t) {
     if ((left >> t) & 1) continue;
-    StoreKept(f.k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
-              _mm512_castps512_ps256(out[t]), ids + int64_t{t} * f.k, gates + int64_t{t} * f.k);
+    StoreKept(f.k, kk,
+              _mm512_castsi256_si512(_mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1)),
+              out[t], ids + int64_t{t} * f.k, gates + int64_t{t} * f.k);
   }
   return left & ((1u << rows) - 1u);
 }

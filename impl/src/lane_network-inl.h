@@ -66,16 +66,8 @@ HWY_INLINE __mmask16 RealLanes(int32_t experts, int b) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
 }
 
-// Writes a row's first kk (<= 8) ids and gates and empties the rest.
-HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m256i keptIds, __m256 keptGates, int32_t* ids,
-                          float* gates) {
-  const auto first = static_cast<__mmask8>((1u << kk) - 1u);
-  _mm256_mask_storeu_epi32(ids, first, keptIds);
-  _mm256_mask_storeu_ps(gates, first, keptGates);
-  clearEmptySlots(k, kk, ids, gates);
-}
-
-// The same for kk <= 16.
+// Writes a row's first kk (<= 16) ids and gates and empties the rest; lanes from kk on
+// are not read.
 HWY_INLINE void StoreKept(int32_t k, int32_t kk, __m512i keptIds, __m512 keptGates, int32_t* ids,
                           float* gates) {
   const auto first = static_cast<__mmask16>((1u << kk) - 1u);
@@ -437,8 +429,9 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     Transpose16(out);
     for (int32_t t = 0; t < rows; ++t) {
       if ((left >> t) & 1) continue;
-      StoreKept(k, kk, _mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1),
-                _mm512_castps512_ps256(out[t]), ids + int64_t{t} * k, gates + int64_t{t} * k);
+      StoreKept(k, kk,
+                _mm512_castsi256_si512(_mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1)),
+                out[t], ids + int64_t{t} * k, gates + int64_t{t} * k);
     }
   } else {
     // Back to rows, a transpose each: row t's gates and its ids, 16 lanes apiece.
