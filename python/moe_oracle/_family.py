@@ -87,6 +87,25 @@ def raw(family):
             float(np.float32(scale)), 0)
 
 
+def outside(raw_family, families):
+    """Why the family lies outside what a contract's ``"families"`` says its router supports
+    (``{"scores": [...], "groups": bool, "bias": bool}``; absent fields allow anything), or
+    "". The fuzzer draws only inside it; a judged batch outside it is a mistake in the call."""
+    if not isinstance(families, dict):
+        return ""
+    score, bias, groups = raw_family[0], raw_family[1], raw_family[2]
+    scores = families.get("scores")
+    name = SCORES[score] if 0 <= score < len(SCORES) else score
+    if isinstance(scores, list) and name not in scores:
+        return (f'"score" {name!r} is not among the contract\'s "families.scores" '
+                f"{scores}")
+    if families.get("groups") is False and groups != 1:
+        return f'"groups" {groups}: the contract\'s "families" says "groups": false'
+    if families.get("bias") is False and bias is not None:
+        return 'a "bias": the contract\'s "families" says "bias": false'
+    return ""
+
+
 def check(raw_family, experts):
     """(why the family is outside route_abi.h's domain for E experts, or "", the experts it
     makes eligible), by the fuzzer's own familyInvalidReason and familyEligible."""

@@ -78,6 +78,9 @@ def judge(logits, ids, gates, k, contract=None, *, family=None, name=None, tie_o
     if family is not None:
         text = _family_contract(text)
         raw = _family.raw(family)
+        outside = _family.outside(raw, json.loads(text).get("families"))
+        if outside:
+            raise ValueError(f"family: {outside}")
         invalid, eligible = _family.check(raw, x.shape[1])
         if invalid:
             raise ValueError(f"family: {invalid}")

@@ -127,6 +127,25 @@ def test_a_v1_contract_with_a_family_is_refused_and_a_v2_one_without_is_mixtral(
     assert not judge(logits, ids, gates * 2, 2, {"abi": "moe_route_v2"}).ok
 
 
+def test_a_family_outside_the_contracts_families_is_a_value_error():
+    logits, family = deepseek_batch(tokens=4)
+    ids, gates = fr.correct(logits, 8, family)
+    narrow = {"abi": "moe_route_v2",
+              "families": {"scores": ["softmax"], "groups": False, "bias": False}}
+    with pytest.raises(ValueError, match="families.scores"):
+        judge(logits, ids, gates, 8, narrow, family=family)
+    sigmoid_only = {**narrow, "families": {**narrow["families"], "scores": ["sigmoid"]}}
+    with pytest.raises(ValueError, match='"groups": false'):
+        judge(logits, ids, gates, 8, sigmoid_only, family=family)
+    one_group = {**family, "groups": 1, "topk_groups": 1}
+    ids1, gates1 = fr.correct(logits, 8, one_group)
+    with pytest.raises(ValueError, match='"bias": false'):
+        judge(logits, ids1, gates1, 8, sigmoid_only, family=one_group)
+    plain = {**one_group, "bias": None}
+    ids2, gates2 = fr.correct(logits, 8, plain)
+    assert judge(logits, ids2, gates2, 8, sigmoid_only, family=plain).ok
+
+
 def test_the_explanation_is_moe_oracle_explain_and_the_reproducer_replays(
         tmp_path, moe_oracle_bin):
     ids, gates = fr.group_max(TWO_GROUPS, 2, TOP2)
