@@ -57,10 +57,11 @@ struct LaneFamily {
   float expertMargin = 0.0f;  // kk-th eligible key minus the next: above it, exact
   float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
 
-  // delta: the screen's bound on |c~ - c| (0: no screen). False where the kernel does not
+  // delta: the screen's bound on |c~ - c| (0: no screen); maxBias: max |b| over the experts,
+  // which the screen computed for delta (0 without a bias). False where the kernel does not
   // apply: softmax, E not whole blocks or past 512 (9-bit codes), k past 8, groups not
   // whole blocks, too few eligible experts for a best left out.
-  bool setUp(const FamilyParams& p, float delta) {
+  bool setUp(const FamilyParams& p, float delta, double maxBias) {
     kk = p.keptCount();
     if (!p.sigmoid || !(delta > 0.0f) || p.experts < 32 || p.experts > 512 || p.experts % 16 != 0 ||
         kk < 1 || kk > 8 || p.eligibleCount() <= kk) {
@@ -77,15 +78,10 @@ struct LaneFamily {
     renormalize = p.renormalize;
     scale = p.scale;
     bias = p.bias;
-    // |c| <= 1 + B with B = max |b| (< 1/64 where the screen is on). A key replaces the
+    // |c| <= 1 + B with B = maxBias. A key replaces the
     // low 8 bits of c~ (9 past 256 experts): within 2^-15 |c~| (2^-14) of it. A group score (0 +
     // c1) + c2 rounds twice, within 2^-23 (1 + B) each, and its group key's 4 code bits move it by
     // 2^-18 (1 + B).
-    double maxBias = 0.0;
-    if (p.bias != nullptr) {
-      for (int32_t e = 0; e < p.experts; ++e)
-        maxBias = std::max(maxBias, std::fabs(double(p.bias[e])));
-    }
     const double top = 1.0 + maxBias + double(delta);
     codeBits = p.experts <= 256 ? 8 : 9;
     const double perKey = double(delta) + std::ldexp(top, codeBits - 23);

@@ -480,6 +480,7 @@ struct RowsSetup {
   // |estimated key - key| with room for one rounding of a threshold.
   bool screen = false;
   float delta = 0.0f;
+  double maxBias = 0.0;  // max |b| over the experts, 0 without a bias
   RowsSetup(D d, const FamilyParams& p, bool allowScreen)
       : lanes(static_cast<int32_t>(hn::Lanes(d))),
         kk(p.keptCount()),
@@ -513,7 +514,6 @@ struct RowsSetup {
       return;
     }
     if (p.groups > 1 && !network) return;
-    double maxBias = 0.0;
     if (p.bias != nullptr) {
       for (int32_t e = 0; e < p.experts; ++e) {
         maxBias = std::max(maxBias, std::fabs(double(p.bias[e])));
@@ -910,7 +910,7 @@ void Rows(const FamilyParams& p, const float* logits, int64_t rows, int32_t* ids
   if (setup.screen) {
 #if MOE_LANE_FAMILY
     LaneFamily lanes;
-    if (lanes.setUp(p, setup.delta)) {
+    if (lanes.setUp(p, setup.delta, setup.maxBias)) {
       LaneFamilyRows(d, p, setup, lanes, logits, rows, ids, gates, scratch[0]);
       return;
     }
