@@ -64,14 +64,8 @@ def _draw_input(draw_bytes, space, max_bytes, body_bytes):
     return header + b"".join(draw_bytes(_BLOCK_OF_BYTES) for _ in range(-(-body // _BLOCK)))
 
 
-@dataclass(frozen=True, eq=False)
-class RoutingCase:
-    """One case: float32 ``logits`` [T, E], ``k``, and ``split`` in [0, T], a batch split
-    point for batch-invariance checks (``case.logits[:case.split]``, ``[case.split:]``)."""
-
-    logits: np.ndarray
-    k: int
-    split: int
+class _Shape:
+    """The shape of a case's ``logits`` [T, E], for RoutingCase and FamilyCase."""
 
     @property
     def tokens(self):
@@ -80,6 +74,16 @@ class RoutingCase:
     @property
     def experts(self):
         return self.logits.shape[1]
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingCase(_Shape):
+    """One case: float32 ``logits`` [T, E], ``k``, and ``split`` in [0, T], a batch split
+    point for batch-invariance checks (``case.logits[:case.split]``, ``[case.split:]``)."""
+
+    logits: np.ndarray
+    k: int
+    split: int
 
     def __repr__(self):
         # Python floats print the float32 values exactly (and round-trip through float32).
@@ -113,7 +117,7 @@ def routing_cases(experts="1-256", k=None, tokens="1-16", *, allow_nan=True, max
 
 
 @dataclass(frozen=True, eq=False)
-class FamilyCase:
+class FamilyCase(_Shape):
     """One routing-family case: float32 ``logits`` [T, E], ``k``, ``split`` and ``family``,
     the dict ``judge(..., family=)`` takes and a v2 function receives (the bias a float32
     array or None)."""
@@ -122,14 +126,6 @@ class FamilyCase:
     k: int
     split: int
     family: dict
-
-    @property
-    def tokens(self):
-        return self.logits.shape[0]
-
-    @property
-    def experts(self):
-        return self.logits.shape[1]
 
     @property
     def valid(self):
