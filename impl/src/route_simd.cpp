@@ -457,19 +457,41 @@ HWY_INLINE void NetworkGroups(const float* logits, int64_t rows, int32_t experts
 
 #if MOE_SMALL_ROWS
 // Rows of 2..16 experts with k = 1 or 2 (UsesSmallRows), in groups of kNetworkGroup
-// (small_rows-inl.h); rows of exactly 8 two to a vector.
+// (small_rows-inl.h); rows of exactly 8 two to a vector. For k = 2 a run of groups is
+// selected first and its gates computed after (SmallRowsGates says why); the rows handed
+// back are routed last, over what the kernel wrote.
 template <int KK, bool kPairs, bool kProbs>
 HWY_INLINE void SmallRowsGroups(const float* logits, int64_t rows, int32_t experts, int32_t* ids,
                                 float* gates, Scratch& scratch) {
-  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
-    const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-    const uint32_t left =
-        group == kNetworkGroup
-            ? SmallRowsGroup<KK, kPairs, kProbs, true>(logits + t0 * experts, group, experts,
-                                                       ids + t0 * KK, gates + t0 * KK)
-            : SmallRowsGroup<KK, kPairs, kProbs, false>(logits + t0 * experts, group, experts,
-                                                        ids + t0 * KK, gates + t0 * KK);
-    RouteHandedBack<kProbs>(left, t0, logits, experts, KK, ids, gates, scratch);
+  constexpr int G = kNetworkGroup;
+  constexpr int kRun = 64;  // groups: 4 KiB of differences, in L1
+  alignas(64) float differences[kRun * G];
+  uint32_t left[kRun];
+  for (int64_t r0 = 0; r0 < rows; r0 += int64_t{kRun} * G) {
+    const auto groups = static_cast<int>(std::min<int64_t>(kRun, (rows - r0 + G - 1) / G));
+    const auto rowsOf = [&](int g) {
+      return static_cast<int32_t>(std::min<int64_t>(G, rows - r0 - int64_t{g} * G));
+    };
+    for (int g = 0; g < groups; ++g) {
+      const int64_t t0 = r0 + int64_t{g} * G;
+      const int32_t group = rowsOf(g);
+      left[g] = group == G ? SmallRowsGroup<KK, kPairs, kProbs, true>(
+                                 logits + t0 * experts, group, experts, ids + t0 * KK,
+                                 gates + t0 * KK, differences + g * G)
+                           : SmallRowsGroup<KK, kPairs, kProbs, false>(
+                                 logits + t0 * experts, group, experts, ids + t0 * KK,
+                                 gates + t0 * KK, differences + g * G);
+    }
+    if constexpr (KK == 2) {
+      for (int g = 0; g < groups; ++g) {
+        const int64_t t0 = r0 + int64_t{g} * G;
+        left[g] |= SmallRowsGates<kPairs, kProbs>(differences + g * G, rowsOf(g), gates + t0 * KK);
+      }
+    }
+    for (int g = 0; g < groups; ++g) {
+      RouteHandedBack<kProbs>(left[g], r0 + int64_t{g} * G, logits, experts, KK, ids, gates,
+                              scratch);
+    }
   }
 }
 

@@ -5,13 +5,15 @@
 // toggle guard.
 //
 // Sixteen tokens at a time, one per lane. A row of 16 is one vector; rows of exactly 8
-// are read two to a vector and moved to lanes in three steps instead of four. Each lane
-// keeps its best kk + 1 keys by compare-exchange; the best kk are kept, the last is the
-// best left out. The rows the keys cannot decide (a tie zone at a decision, NaN, +inf,
-// and in probabilities mode exps closer than the margin) go back to the caller, as in the
-// lane network, whose reasons hold here unchanged (E <= 16 < 2^9). Ids and gates are
-// written a whole vector of tokens at a time (k = 1) or interleaved by two permutes
-// (k = 2); rows handed back are written here too and then overwritten by the caller.
+// are read two to a vector and merged while they move to lanes (BestThreeOfRowPairs), as
+// rows of up to 16 with k = 1 are (BestTwoOfRows). Each lane keeps its best kk + 1 keys;
+// the best kk are kept, the last is the best left out. The rows the keys cannot decide (a
+// tie zone at a decision, NaN, +inf, and in probabilities mode exps closer than the
+// margin) go back to the caller, as in the lane network, whose reasons hold here unchanged
+// (E <= 16 < 2^9). Ids and gates are written a whole vector of tokens at a time (k = 1) or
+// interleaved by two permutes (k = 2); for k = 2 the gates come from a second pass over a
+// run of groups (SmallRowsGates); rows handed back are written here too and then
+// overwritten by the caller.
 #if defined(MOE_IMPL_SMALL_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_SMALL_ROWS_INL_H_
 #undef MOE_IMPL_SMALL_ROWS_INL_H_
@@ -42,22 +44,56 @@ inline bool UsesSmallRows(int32_t experts, int32_t k) {
   return experts >= 2 && experts <= 16 && (k == 1 || k == 2);
 }
 
-// Eight vectors of two rows of 8 (vector i: tokens 2i and 2i + 1) to lanes: lane t of
-// every result holds one of token t's 8 keys. Interleaving the two rows first puts the
-// token's bit 0 in lane bit 0; the vectors' index then holds the token's bits 1..3.
-HWY_INLINE void GatherRowPairsToLanes(__m512 (&r)[8]) {
-  // Lane 2j + h takes row h's expert j (lane 8h + j).
-  const __m512i interleave = _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) r[i] = _mm512_permutexvar_ps(interleave, r[i]);
-#pragma GCC unroll 3
-  for (int bit = 1; bit < 4; ++bit) {
-    const int s = 1 << (bit - 1);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      if ((i & s) == 0) CrossLaneBit(bit, r[i], r[i + s]);
-    }
+// The best three keys of two sorted lists of three (a1 > a2 > a3, b1 > b2 > b3; keys are
+// distinct): with m = min(a1, b1) and M = max(a2, b2), the second is max(m, M) and the
+// third max(min(m, M), max(a3, b3)) (say a1 > b1: if a2 > b1 the third is max(a3, b1), else
+// it is M). kThird: the lists have a third; else a3 = b3 = -inf.
+template <bool kThird>
+HWY_INLINE void MergeBestThree(__m512 (&a)[3], const __m512 (&b)[3]) {
+  const __m512 m = _mm512_min_ps(a[0], b[0]);
+  const __m512 largerSecond = _mm512_max_ps(a[1], b[1]);
+  const __m512 third = _mm512_min_ps(m, largerSecond);
+  a[0] = _mm512_max_ps(a[0], b[0]);
+  a[1] = _mm512_max_ps(m, largerSecond);
+  if constexpr (kThird) {
+    a[2] = _mm512_max_ps(third, _mm512_max_ps(a[2], b[2]));
+  } else {
+    a[2] = third;
   }
+}
+
+// The lane of row t in BestThreeOfRowPairs' results, and its inverse: lane l holds row
+// 2 (l & 7) + (l >> 3).
+inline constexpr int LaneOfPairedRow(int t) {
+  return (t >> 1) + 8 * (t & 1);
+}
+
+// The best three keys of each of 16 rows of 8, read two rows to a vector (vector i: rows
+// 2i and 2i + 1, lane 8h + j: row 2i + h's expert j), merged while they move to lanes as
+// BestTwoOfRows does: round b crosses lane bit b (expert bit b) with the vectors' bit b
+// (row bit b + 1), after which the two vectors hold the same rows and are merged, so the
+// vectors halve every round: 47 operations, where interleaving the rows, moving every key to
+// lanes and then keeping the best three took 67. Lane l ends with row 2 (l & 7) + (l >> 3)
+// (LaneOfPairedRow).
+HWY_INLINE void BestThreeOfRowPairs(__m512 (&r)[8], __m512 (&best)[3]) {
+  __m512 list[4][3];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    CrossLaneBit(0, r[2 * i], r[2 * i + 1]);
+    list[i][0] = _mm512_max_ps(r[2 * i], r[2 * i + 1]);
+    list[i][1] = _mm512_min_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 4; i += 2) {
+    CrossLaneBit(1, list[i][0], list[i + 1][0]);
+    CrossLaneBit(1, list[i][1], list[i + 1][1]);
+    MergeBestThree<false>(list[i], list[i + 1]);
+  }
+#pragma GCC unroll 3
+  for (int s = 0; s < 3; ++s) CrossLaneBit(2, list[0][s], list[2][s]);
+  MergeBestThree<true>(list[0], list[2]);
+#pragma GCC unroll 3
+  for (int s = 0; s < 3; ++s) best[s] = list[0][s];
 }
 
 // The best two keys of each of 16 rows (one vector each), lane t holding row t's: the
@@ -92,12 +128,39 @@ HWY_INLINE void BestTwoOfRows(__m512 (&r)[16], __m512& best, __m512& second) {
   second = next[0];
 }
 
+// Lane bits to row bits: lane l is row l, or for rows of 8 read in pairs row
+// 2 (l & 7) + (l >> 3) (lanes 0..7 the even rows, 8..15 the odd).
+template <bool kPairs>
+HWY_INLINE uint32_t RowsOfLanes(uint32_t lanes) {
+  if constexpr (!kPairs) return lanes;
+  return _pdep_u32(lanes & 0xFFu, 0x5555u) | _pdep_u32(lanes >> 8, 0xAAAAu);
+}
+
+// Two slots a row, slot s of row t at 2 t + s, from lane vectors `a` (slot 0) and `b`
+// (slot 1): rows 0..7 to the first vector, rows 8..15 to the second, row t from lane t
+// or, for rows of 8 read in pairs, LaneOfPairedRow(t). Only the first `rows` rows.
+template <bool kPairs>
+HWY_INLINE void StorePairs(int32_t rows, int32_t* out, __m512i a, __m512i b) {
+  const __m512i first =
+      kPairs ? _mm512_set_epi32(27, 11, 19, 3, 26, 10, 18, 2, 25, 9, 17, 1, 24, 8, 16, 0)
+             : _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i second =
+      kPairs ? _mm512_set_epi32(31, 15, 23, 7, 30, 14, 22, 6, 29, 13, 21, 5, 28, 12, 20, 4)
+             : _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const auto lowMask = static_cast<__mmask16>(rows >= 8 ? 0xFFFFu : (1u << (2 * rows)) - 1u);
+  const auto highMask = static_cast<__mmask16>(rows > 8 ? (1u << (2 * (rows - 8))) - 1u : 0u);
+  _mm512_mask_storeu_epi32(out, lowMask, _mm512_permutex2var_epi32(a, first, b));
+  _mm512_mask_storeu_epi32(out + 16, highMask, _mm512_permutex2var_epi32(a, second, b));
+}
+
 // Routes `rows` (<= 16) rows of `experts` (2..16; exactly 8 when kPairs) keeping KK
 // (1 or 2 = min(k, E), so k = KK); returns the rows the caller must route (bit i: row i).
+// Writes the ids, and the gates for k = 1; for k = 2 stores the second kept logit minus
+// the first, lane by lane, in `differences` (16 aligned floats) for SmallRowsGates.
 // kFull: 16 rows.
 template <int KK, bool kPairs, bool kProbs, bool kFull>
 HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts, int32_t* ids,
-                                   float* gates) {
+                                   float* gates, float* differences) {
   constexpr int G = kNetworkGroup;
   constexpr int N = kPairs ? 8 : 16;  // key vectors
   using Keys = OrderKeys<kPairs ? 3 : 4>;
@@ -122,7 +185,6 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
       raw[i] = both;
       key[i] = SelectBits(_mm512_castps_si512(FiniteForKeys(both)), valueBits, code);
     }
-    GatherRowPairsToLanes(key);
   } else {
     const auto real = static_cast<__mmask16>((1u << experts) - 1u);
 #pragma GCC unroll 16
@@ -135,11 +197,15 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   }
 
   // The best KK + 1 keys of every lane, best first.
+  // kPairs: lane l holds row 2 (l & 7) + (l >> 3) (LaneOfPairedRow), else row l.
   __m512 best[KK + 1];
-  if constexpr (!kPairs && KK == 1) {
+  if constexpr (kPairs) {
+    static_assert(KK == 2, "rows of 8 two to a vector keep two");
+    BestThreeOfRowPairs(key, best);
+  } else if constexpr (KK == 1) {
     BestTwoOfRows(key, best[0], best[1]);
   } else {
-    if constexpr (!kPairs) GatherRowsToLanes(key);
+    GatherRowsToLanes(key);
     // Down a list of KK + 1, from the first key (keys are never -inf).
     best[0] = key[0];
 #pragma GCC unroll 3
@@ -163,25 +229,25 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   __m512i id[KK];
 #pragma GCC unroll 2
   for (int s = 0; s < KK; ++s) {
-    id[s] = _mm512_min_epi32(Keys::Ids(best[s]), _mm512_set1_epi32(experts - 1));
+    // Rows of 8 have no padding experts, whose codes the clamp maps to a real one.
+    id[s] = kPairs ? Keys::Ids(best[s])
+                   : _mm512_min_epi32(Keys::Ids(best[s]), _mm512_set1_epi32(experts - 1));
   }
-  __m512 gate[KK];
-  gate[0] = _mm512_set1_ps(1.0f);  // exp(best - best)
   __m512 value[KK];
-  if constexpr (kPairs && KK == 2) {
-    // From the rows in registers, not memory: lane t's value sits in raw[t / 2] at
-    // 8 (t % 2) + id, so a two-source permute of raw[2q] and raw[2q + 1] serves the lanes
-    // of tokens 4q..4q + 3 (index 8 (t % 4) + id), and blends join the four. Cheaper than
-    // a gather's sixteen loads (E = 8, k = 2).
-    const __m512i tokenBase =
-        _mm512_set_epi32(24, 16, 8, 0, 24, 16, 8, 0, 24, 16, 8, 0, 24, 16, 8, 0);
+  if constexpr (kPairs) {
+    // From the rows in registers, not memory: lane l's value sits in raw[l & 7] at
+    // 8 (l >> 3) + id, so a two-source permute of raw[2q] and raw[2q + 1] serves lanes
+    // 2q, 2q + 1, 2q + 8 and 2q + 9 (index 16 (l & 1) + 8 (l >> 3) + id), and blends join
+    // the four. Cheaper than a gather's sixteen loads (E = 8, k = 2).
+    const __m512i rowBase =
+        _mm512_set_epi32(24, 8, 24, 8, 24, 8, 24, 8, 16, 0, 16, 0, 16, 0, 16, 0);
 #pragma GCC unroll 2
     for (int s = 0; s < KK; ++s) {
-      const __m512i at = _mm512_add_epi32(tokenBase, id[s]);
+      const __m512i at = _mm512_add_epi32(rowBase, id[s]);
       __m512 v = _mm512_permutex2var_ps(raw[0], at, raw[1]);
-      v = _mm512_mask_blend_ps(0x00F0, v, _mm512_permutex2var_ps(raw[2], at, raw[3]));
-      v = _mm512_mask_blend_ps(0x0F00, v, _mm512_permutex2var_ps(raw[4], at, raw[5]));
-      value[s] = _mm512_mask_blend_ps(0xF000, v, _mm512_permutex2var_ps(raw[6], at, raw[7]));
+      v = _mm512_mask_blend_ps(0x0C0C, v, _mm512_permutex2var_ps(raw[2], at, raw[3]));
+      v = _mm512_mask_blend_ps(0x3030, v, _mm512_permutex2var_ps(raw[4], at, raw[5]));
+      value[s] = _mm512_mask_blend_ps(0xC0C0, v, _mm512_permutex2var_ps(raw[6], at, raw[7]));
     }
   } else if constexpr (KK == 2) {
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -192,7 +258,6 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
       value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
     }
   }
-  if constexpr (KK == 2) gate[1] = ExpNonPositive(_mm512_sub_ps(value[1], value[0]));
   if constexpr (!kProbs) {
     left |= _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(best[KK - 1]), _CMP_GE_OQ);
     if constexpr (KK == 2) left |= Keys::SameZone(best[0], best[1]);
@@ -204,6 +269,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
     // computed difference below -2^-18 has a real one below -2^-18 (1 - 2^-24). The best
     // left out is bounded by the top of its key's tie zone, and for k = 1, where no value
     // is read (the gate is exp(0) / exp(0) = 1), the best by the bottom of its own.
+    // SmallRowsGates checks the last margin, the kk-th p normal.
     const __m512 margin = _mm512_set1_ps(-0x1p-18f);
     __m512 kth;  // at most the kk-th logit
     if constexpr (KK == 1) {
@@ -215,37 +281,41 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
         _mm512_cmp_ps_mask(_mm512_sub_ps(Keys::ZoneTop(firstLeftOut), kth), margin, _CMP_NLT_UQ);
     if constexpr (KK == 2) {
       left |= _mm512_cmp_ps_mask(_mm512_sub_ps(value[1], value[0]), margin, _CMP_NLT_UQ);
-      // The kk-th p normal: S <= 16, so an e of at least 2^-116 (as the network).
-      left |= _mm512_cmp_ps_mask(gate[1], _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
     }
   }
-  if constexpr (KK == 2) {
-    // (0 + 1) + e in rank order, then each exp over it, as the lane network.
-    const __m512 sum = _mm512_add_ps(gate[0], gate[1]);
-    const __m512 perSum = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
-    gate[0] = DivideWithReciprocal(gate[0], sum, perSum);
-    gate[1] = DivideWithReciprocal(gate[1], sum, perSum);
-  }
 
-  // Write back: slot s of row t at t * KK + s.
+  // Write back: slot s of row t at t * KK + s; for k = 2 the gates come later.
   const uint32_t realRows = (1u << rows) - 1u;
   if constexpr (KK == 1) {
     const auto mask = static_cast<__mmask16>(realRows);
     _mm512_mask_storeu_epi32(ids, mask, id[0]);
-    _mm512_mask_storeu_ps(gates, mask, gate[0]);
+    _mm512_mask_storeu_ps(gates, mask, _mm512_set1_ps(1.0f));  // exp(0) / exp(0)
   } else {
-    // Rows 0..7 to the first vector (lanes 2t, 2t + 1), rows 8..15 to the second.
-    const __m512i first = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    const __m512i second =
-        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-    const auto lowMask = static_cast<__mmask16>(rows >= 8 ? 0xFFFFu : (1u << (2 * rows)) - 1u);
-    const auto highMask = static_cast<__mmask16>(rows > 8 ? (1u << (2 * (rows - 8))) - 1u : 0u);
-    _mm512_mask_storeu_epi32(ids, lowMask, _mm512_permutex2var_epi32(id[0], first, id[1]));
-    _mm512_mask_storeu_epi32(ids + 16, highMask, _mm512_permutex2var_epi32(id[0], second, id[1]));
-    _mm512_mask_storeu_ps(gates, lowMask, _mm512_permutex2var_ps(gate[0], first, gate[1]));
-    _mm512_mask_storeu_ps(gates + 16, highMask, _mm512_permutex2var_ps(gate[0], second, gate[1]));
+    StorePairs<kPairs>(rows, ids, id[0], id[1]);
+    _mm512_store_ps(differences, _mm512_sub_ps(value[1], value[0]));
   }
-  return left & realRows;
+  return RowsOfLanes<kPairs>(left) & realRows;
+}
+
+// The gates of SmallRowsGroup's rows for k = 2 from its `differences` (second logit minus
+// the first, lane by lane): e = exp(difference), then (0 + 1) + e in rank order and each
+// exp over it, as the lane network. A separate pass so that the exp's and the division's
+// long chains of one group overlap the next groups' (in one pass the selection's work
+// filled the out-of-order window: E = 8, k = 2, 775 -> 935-954 M tokens/s). Returns the rows the
+// caller must route: in probabilities mode those whose second p is not normal.
+template <bool kPairs, bool kProbs>
+HWY_INLINE uint32_t SmallRowsGates(const float* differences, int32_t rows, float* gates) {
+  const __m512 e = ExpNonPositive(_mm512_load_ps(differences));
+  // The first gate, 1 / sum, is the correctly rounded reciprocal itself.
+  const __m512 sum = _mm512_add_ps(_mm512_set1_ps(1.0f), e);
+  const __m512 first = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  // Stored as their bits: the ids' permutes and masked stores serve.
+  StorePairs<kPairs>(rows, reinterpret_cast<int32_t*>(gates), _mm512_castps_si512(first),
+                     _mm512_castps_si512(DivideWithReciprocal(e, sum, first)));
+  if constexpr (!kProbs) return 0;
+  // The kk-th p normal: S <= 16, so an e of at least 2^-116 (as the network).
+  const __mmask16 tiny = _mm512_cmp_ps_mask(e, _mm512_set1_ps(0x1p-116f), _CMP_NGE_UQ);
+  return RowsOfLanes<kPairs>(tiny) & ((1u << rows) - 1u);
 }
 
 #else

@@ -127,6 +127,44 @@ TEST_P(RouterCloseValues, CloseValuesInsideTheKeptSetKeepTheirOrder) {
   }
 }
 
+// The small-rows kernel (E <= 16, k <= 2) merges each row's best kk + 1 keys while it moves
+// them to lanes; the best left out must be right wherever the kept and the left-out experts
+// sit, or a tie zone at the last kept place goes unnoticed. Every placement of the kk - 1
+// clear winners and the two close values (steps of 1 and 3 ulps, both ways round), at an
+// alignment against the keys' code bits that moves with the placement; one batch per shape,
+// so that whole groups of 16 rows are judged too.
+TEST_P(RouterCloseValues, CloseValuesAtTheLastKeptPlaceOfSmallRowsAnywhereInTheRow) {
+  const int32_t step = probsMode() ? 16 : 1;
+  for (const int32_t experts : {8, 16}) {
+    for (const int32_t k : {1, 2}) {
+      std::vector<float> rows;
+      int32_t tokens = 0;
+      for (int32_t winner = 0; winner < experts; ++winner) {
+        for (int32_t a = 0; a < experts; ++a) {
+          for (int32_t b = 0; b < experts; ++b) {
+            if (a == b || (k == 2 && (winner == a || winner == b)) || (k == 1 && winner != 0)) {
+              continue;
+            }
+            for (const int32_t ulps : {step, 3 * step}) {
+              std::vector<float> row(static_cast<size_t>(experts));
+              for (int32_t i = 0; i < experts; ++i) row[static_cast<size_t>(i)] = -4.0f - 0.01f * i;
+              if (k == 2) row[static_cast<size_t>(winner)] = 2.0f;
+              const auto offset = static_cast<float>((winner + 3 * a + 5 * b) % 8);
+              row[static_cast<size_t>(a)] = -0.5f + offset * 0x1p-25f;
+              row[static_cast<size_t>(b)] =
+                  row[static_cast<size_t>(a)] + static_cast<float>(ulps) * 0x1p-25f;
+              rows.insert(rows.end(), row.begin(), row.end());
+              ++tokens;
+            }
+          }
+        }
+      }
+      SCOPED_TRACE(testing::Message() << "E=" << experts << " k=" << k);
+      ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(tokens, experts, k, rows));
+    }
+  }
+}
+
 TEST_P(RouterCloseValues, ManyEqualValuesAboveTheThreshold) {
   // Twenty experts share the best value: more candidates than one vector holds, and ties.
   for (const int32_t experts : {33, 64, 200}) {
