@@ -199,22 +199,24 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
       groupKey[g] = SelectBits(_mm512_castps_si512(score), _mm512_set1_epi32(~GroupKeys::kCodeMask),
                                _mm512_set1_epi32(GroupKeys::kCodeMask - g));
     }
+    __m512 sorted[16];
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) sorted[g] = groupKey[g];
     if (f.groups <= 8) {
-      SortEight(groupKey);
+      SortEight(sorted);
     } else {
-      SortSixteen(groupKey);
+      SortSixteen(sorted);
     }
     const int32_t t = f.topkGroups;
     if (t < f.groups) {
-      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(groupKey[t - 1], groupKey[t]),
+      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(sorted[t - 1], sorted[t]),
                                  _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ);
     }
-    for (int32_t g = 0; g < f.groups; ++g) keptGroup[g] = 0;
-    for (int32_t j = 0; j < t; ++j) {
-      const __m512i gid = GroupKeys::Ids(groupKey[j]);
-      for (int32_t g = 0; g < f.groups; ++g) {
-        keptGroup[g] |= _mm512_cmpeq_epi32_mask(gid, _mm512_set1_epi32(g));
-      }
+    // Group keys are distinct (their codes differ), so the kept groups are those whose key
+    // is at least the topk_groups-th: one compare a group (a loop over the kept places,
+    // or-ing into each group's mask, kept the masks on the stack).
+    for (int32_t g = 0; g < f.groups; ++g) {
+      keptGroup[g] = _mm512_cmp_ps_mask(groupKey[g], sorted[t - 1], _CMP_GE_OQ);
     }
   } else {
     keptGroup[0] = 0xFFFF;
@@ -263,6 +265,9 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
         f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
     kept[s] = {c, id, score};
   }
+  // Unrolled, so that the lists stay in registers (a loop kept them on the stack, each
+  // exchange waiting on the last one's stores).
+#pragma GCC unroll 19
   for (const auto& pair : kSortEightPairs) ExchangeByBeats(kept[pair[0]], kept[pair[1]]);
 
   // Gates: s, over the kept s summed in index order from 0 when renormalising, times scale.
@@ -275,6 +280,7 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
       byId[s] = kept[s].id;
       sById[s] = kept[s].score;
     }
+#pragma GCC unroll 19
     for (const auto& pair : kSortEightPairs) {
       ExchangeById(byId[pair[0]], sById[pair[0]], byId[pair[1]], sById[pair[1]]);
     }
