@@ -62,38 +62,48 @@ HWY_INLINE void MergeBestThree(__m512 (&a)[3], const __m512 (&b)[3]) {
   }
 }
 
-// The lane of row t in BestThreeOfRowPairs' results, and its inverse: lane l holds row
-// 2 (l & 7) + (l >> 3).
-inline constexpr int LaneOfPairedRow(int t) {
-  return (t >> 1) + 8 * (t & 1);
-}
-
 // The best three keys of each of 16 rows of 8, read two rows to a vector (vector i: rows
-// 2i and 2i + 1, lane 8h + j: row 2i + h's expert j), merged while they move to lanes as
-// BestTwoOfRows does: round b crosses lane bit b (expert bit b) with the vectors' bit b
-// (row bit b + 1), after which the two vectors hold the same rows and are merged, so the
-// vectors halve every round: 47 operations, where interleaving the rows, moving every key to
-// lanes and then keeping the best three took 67. Lane l ends with row 2 (l & 7) + (l >> 3)
-// (LaneOfPairedRow).
-HWY_INLINE void BestThreeOfRowPairs(__m512 (&r)[8], __m512 (&best)[3]) {
+// 2i and 2i + 1, lane 8h + j: row 2i + h's expert j), merged while they move to lanes:
+// each round pairs vectors whose rows differ in one bit of i and splits them by one
+// in-lane or in-half shuffle each into two vectors that hold the same row in every lane
+// and different experts, which are then merged, so that the vectors halve every round: 47
+// operations, where interleaving the rows, moving every key to lanes (blends and
+// cross-lane permutes) and then keeping the best three took 67. Round one's
+// VUNPCKL/HPS put i's bit 0 in lane bit 0 (merging expert bit 1), round two's VUNPCKL/HPD
+// i's bit 1 in lane bit 1 (expert bit 0), round three's VSHUFF32X4 h in lane bit 2 and
+// i's bit 2 in lane bit 3 (expert bit 2). Lane l ends with row 2 i + h, i = (l & 3) +
+// 4 (l >> 3), h = (l >> 2) & 1.
+HWY_INLINE void BestThreeOfRowPairs(const __m512 (&r)[8], __m512 (&best)[3]) {
   __m512 list[4][3];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
-    CrossLaneBit(0, r[2 * i], r[2 * i + 1]);
-    list[i][0] = _mm512_max_ps(r[2 * i], r[2 * i + 1]);
-    list[i][1] = _mm512_min_ps(r[2 * i], r[2 * i + 1]);
+    const __m512 low = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    const __m512 high = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    list[i][0] = _mm512_max_ps(low, high);
+    list[i][1] = _mm512_min_ps(low, high);
   }
 #pragma GCC unroll 2
   for (int i = 0; i < 4; i += 2) {
-    CrossLaneBit(1, list[i][0], list[i + 1][0]);
-    CrossLaneBit(1, list[i][1], list[i + 1][1]);
-    MergeBestThree<false>(list[i], list[i + 1]);
+    __m512 low[3];
+    __m512 high[3];
+#pragma GCC unroll 2
+    for (int s = 0; s < 2; ++s) {
+      const __m512d a = _mm512_castps_pd(list[i][s]);
+      const __m512d b = _mm512_castps_pd(list[i + 1][s]);
+      low[s] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      high[s] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+    MergeBestThree<false>(low, high);
+#pragma GCC unroll 3
+    for (int s = 0; s < 3; ++s) list[i][s] = low[s];
   }
+  __m512 high[3];
 #pragma GCC unroll 3
-  for (int s = 0; s < 3; ++s) CrossLaneBit(2, list[0][s], list[2][s]);
-  MergeBestThree<true>(list[0], list[2]);
-#pragma GCC unroll 3
-  for (int s = 0; s < 3; ++s) best[s] = list[0][s];
+  for (int s = 0; s < 3; ++s) {
+    best[s] = _mm512_shuffle_f32x4(list[0][s], list[2][s], 0x88);  // 128-bit lanes 0, 2 of each
+    high[s] = _mm512_shuffle_f32x4(list[0][s], list[2][s], 0xDD);  // 1, 3
+  }
+  MergeBestThree<true>(best, high);
 }
 
 // The best two keys of each of 16 rows (one vector each), lane t holding row t's: the
@@ -128,24 +138,27 @@ HWY_INLINE void BestTwoOfRows(__m512 (&r)[16], __m512& best, __m512& second) {
   second = next[0];
 }
 
-// Lane bits to row bits: lane l is row l, or for rows of 8 read in pairs row
-// 2 (l & 7) + (l >> 3) (lanes 0..7 the even rows, 8..15 the odd).
+// Lane bits to row bits: lane l is row l, or for rows of 8 read in pairs (the order
+// BestThreeOfRowPairs leaves) row 2 ((l & 3) + 4 (l >> 3)) + ((l >> 2) & 1): lanes 0..3 and
+// 8..11 the even rows, the others the odd.
 template <bool kPairs>
 HWY_INLINE uint32_t RowsOfLanes(uint32_t lanes) {
   if constexpr (!kPairs) return lanes;
-  return _pdep_u32(lanes & 0xFFu, 0x5555u) | _pdep_u32(lanes >> 8, 0xAAAAu);
+  return _pdep_u32(_pext_u32(lanes, 0x0F0Fu), 0x5555u) |
+         _pdep_u32(_pext_u32(lanes, 0xF0F0u), 0xAAAAu);
 }
 
 // Two slots a row, slot s of row t at 2 t + s, from lane vectors `a` (slot 0) and `b`
 // (slot 1): rows 0..7 to the first vector, rows 8..15 to the second, row t from lane t
-// or, for rows of 8 read in pairs, LaneOfPairedRow(t). Only the first `rows` rows.
+// or, for rows of 8 read in pairs, lane ((t >> 1) & 3) + 4 (t & 1) + (t & 8) (RowsOfLanes'
+// order). Only the first `rows` rows.
 template <bool kPairs>
 HWY_INLINE void StorePairs(int32_t rows, int32_t* out, __m512i a, __m512i b) {
   const __m512i first =
-      kPairs ? _mm512_set_epi32(27, 11, 19, 3, 26, 10, 18, 2, 25, 9, 17, 1, 24, 8, 16, 0)
+      kPairs ? _mm512_set_epi32(23, 7, 19, 3, 22, 6, 18, 2, 21, 5, 17, 1, 20, 4, 16, 0)
              : _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i second =
-      kPairs ? _mm512_set_epi32(31, 15, 23, 7, 30, 14, 22, 6, 29, 13, 21, 5, 28, 12, 20, 4)
+      kPairs ? _mm512_set_epi32(31, 15, 27, 11, 30, 14, 26, 10, 29, 13, 25, 9, 28, 12, 24, 8)
              : _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
   const auto lowMask = static_cast<__mmask16>(rows >= 8 ? 0xFFFFu : (1u << (2 * rows)) - 1u);
   const auto highMask = static_cast<__mmask16>(rows > 8 ? (1u << (2 * (rows - 8))) - 1u : 0u);
@@ -197,7 +210,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   }
 
   // The best KK + 1 keys of every lane, best first.
-  // kPairs: lane l holds row 2 (l & 7) + (l >> 3) (LaneOfPairedRow), else row l.
+  // kPairs: lanes hold rows in RowsOfLanes' order, else lane l row l.
   __m512 best[KK + 1];
   if constexpr (kPairs) {
     static_assert(KK == 2, "rows of 8 two to a vector keep two");
@@ -235,19 +248,20 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   }
   __m512 value[KK];
   if constexpr (kPairs) {
-    // From the rows in registers, not memory: lane l's value sits in raw[l & 7] at
-    // 8 (l >> 3) + id, so a two-source permute of raw[2q] and raw[2q + 1] serves lanes
-    // 2q, 2q + 1, 2q + 8 and 2q + 9 (index 16 (l & 1) + 8 (l >> 3) + id), and blends join
-    // the four. Cheaper than a gather's sixteen loads (E = 8, k = 2).
+    // From the rows in registers, not memory: lane l's row 2 i + h sits in raw[i] at
+    // 8 h + id (i = (l & 3) + 4 (l >> 3), h = (l >> 2) & 1), so a two-source permute of
+    // raw[2q] and raw[2q + 1] serves the four lanes whose i is 2q or 2q + 1 (index
+    // 16 (l & 1) + 8 h + id), and blends join the four. Cheaper than a gather's sixteen
+    // loads (E = 8, k = 2).
     const __m512i rowBase =
-        _mm512_set_epi32(24, 8, 24, 8, 24, 8, 24, 8, 16, 0, 16, 0, 16, 0, 16, 0);
+        _mm512_set_epi32(24, 8, 24, 8, 16, 0, 16, 0, 24, 8, 24, 8, 16, 0, 16, 0);
 #pragma GCC unroll 2
     for (int s = 0; s < KK; ++s) {
       const __m512i at = _mm512_add_epi32(rowBase, id[s]);
       __m512 v = _mm512_permutex2var_ps(raw[0], at, raw[1]);
-      v = _mm512_mask_blend_ps(0x0C0C, v, _mm512_permutex2var_ps(raw[2], at, raw[3]));
-      v = _mm512_mask_blend_ps(0x3030, v, _mm512_permutex2var_ps(raw[4], at, raw[5]));
-      value[s] = _mm512_mask_blend_ps(0xC0C0, v, _mm512_permutex2var_ps(raw[6], at, raw[7]));
+      v = _mm512_mask_blend_ps(0x00CC, v, _mm512_permutex2var_ps(raw[2], at, raw[3]));
+      v = _mm512_mask_blend_ps(0x3300, v, _mm512_permutex2var_ps(raw[4], at, raw[5]));
+      value[s] = _mm512_mask_blend_ps(0xCC00, v, _mm512_permutex2var_ps(raw[6], at, raw[7]));
     }
   } else if constexpr (KK == 2) {
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
