@@ -267,8 +267,19 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   }
   // Unrolled, so that the lists stay in registers (a loop kept them on the stack, each
   // exchange waiting on the last one's stores).
+  // The estimates' order is the exact one unless two kept keys were within the estimates'
+  // error: the network runs only for a group where some lane is out of order.
+  __mmask16 outOfOrder = 0;
+#pragma GCC unroll 7
+  for (int s = 0; s + 1 < 8; ++s) {
+    outOfOrder |= _mm512_cmp_ps_mask(kept[s + 1].key, kept[s].key, _CMP_GT_OQ) |
+                  (_mm512_cmp_ps_mask(kept[s + 1].key, kept[s].key, _CMP_EQ_OQ) &
+                   _mm512_cmpgt_epi32_mask(kept[s].id, kept[s + 1].id));
+  }
+  if (outOfOrder != 0) {
 #pragma GCC unroll 19
-  for (const auto& pair : kSortEightPairs) ExchangeByBeats(kept[pair[0]], kept[pair[1]]);
+    for (const auto& pair : kSortEightPairs) ExchangeByBeats(kept[pair[0]], kept[pair[1]]);
+  }
 
   // Gates: s, over the kept s summed in index order from 0 when renormalising, times scale.
   __m512 gate[8];
