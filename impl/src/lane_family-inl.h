@@ -93,17 +93,23 @@ struct LaneFamily {
   }
 };
 
-// Compare-exchange of (key, id, score) triples by the spec's beats: a greater key, or an
-// equal key and a lower id, goes first (the padding: key -inf, id past every expert).
+// (key, id, score) triples ranked by the spec's beats: a greater key, or an equal key and
+// a lower id, goes first (the padding: key -inf, id past every expert).
 struct Ranked {
   __m512 key;
   __m512i id;
   __m512 score;
 };
+
+// The lanes where `a` beats `b`.
+HWY_INLINE __mmask16 Beats(const Ranked& a, const Ranked& b) {
+  return _mm512_cmp_ps_mask(a.key, b.key, _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(a.key, b.key, _CMP_EQ_OQ) & _mm512_cmpgt_epi32_mask(b.id, a.id));
+}
+
+// Compare-exchange by beats.
 HWY_INLINE void ExchangeByBeats(Ranked& a, Ranked& b) {
-  const __mmask16 bFirst =
-      _mm512_cmp_ps_mask(b.key, a.key, _CMP_GT_OQ) |
-      (_mm512_cmp_ps_mask(b.key, a.key, _CMP_EQ_OQ) & _mm512_cmpgt_epi32_mask(a.id, b.id));
+  const __mmask16 bFirst = Beats(b, a);
   const Ranked oldA = a;
   a.key = _mm512_mask_blend_ps(bFirst, a.key, b.key);
   a.id = _mm512_mask_blend_epi32(bFirst, a.id, b.id);
@@ -123,11 +129,6 @@ HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB)
   sA = _mm512_mask_blend_ps(swap, sA, sB);
   sB = _mm512_mask_blend_ps(swap, sB, oldA);
 }
-
-// Knuth's 19-comparator network for 8 (SortEight's), as index pairs.
-inline constexpr int kSortEightPairs[19][2] = {
-    {0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
-    {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
 
 // Routes `rows` (<= 16) rows; returns those the exact path must route (bit i: row i).
 // lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
@@ -265,17 +266,12 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
         f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
     kept[s] = {c, id, score};
   }
-  // Unrolled, so that the lists stay in registers (a loop kept them on the stack, each
-  // exchange waiting on the last one's stores).
   // The estimates' order is the exact one unless two kept keys were within the estimates'
-  // error: the network runs only for a group where some lane is out of order.
+  // error: the network runs only for a group where some lane is out of order. Both sorts
+  // are unrolled, as SortEight, so that the lists stay in registers.
   __mmask16 outOfOrder = 0;
 #pragma GCC unroll 7
-  for (int s = 0; s + 1 < 8; ++s) {
-    outOfOrder |= _mm512_cmp_ps_mask(kept[s + 1].key, kept[s].key, _CMP_GT_OQ) |
-                  (_mm512_cmp_ps_mask(kept[s + 1].key, kept[s].key, _CMP_EQ_OQ) &
-                   _mm512_cmpgt_epi32_mask(kept[s].id, kept[s + 1].id));
-  }
+  for (int s = 0; s + 1 < 8; ++s) outOfOrder |= Beats(kept[s + 1], kept[s]);
   if (outOfOrder != 0) {
 #pragma GCC unroll 19
     for (const auto& pair : kSortEightPairs) ExchangeByBeats(kept[pair[0]], kept[pair[1]]);

@@ -151,27 +151,18 @@ HWY_INLINE void GatherRowsToLanes(__m512 (&r)[16]) {
   }
 }
 
-// Sorts 8 key vectors lane-wise, largest first (Knuth's 19-comparator network).
+// Knuth's 19-comparator network for 8, as index pairs: the larger of each pair goes to the
+// first index.
+inline constexpr int kSortEightPairs[19][2] = {
+    {0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
+    {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+
+// Sorts 8 key vectors lane-wise, largest first. Unrolled, so that the vectors stay in
+// registers (as a loop they went to the stack, each exchange waiting on the last one's
+// stores).
 HWY_INLINE void SortEight(__m512* x) {
-  Exchange(x[0], x[2]);
-  Exchange(x[1], x[3]);
-  Exchange(x[4], x[6]);
-  Exchange(x[5], x[7]);
-  Exchange(x[0], x[4]);
-  Exchange(x[1], x[5]);
-  Exchange(x[2], x[6]);
-  Exchange(x[3], x[7]);
-  Exchange(x[0], x[1]);
-  Exchange(x[2], x[3]);
-  Exchange(x[4], x[5]);
-  Exchange(x[6], x[7]);
-  Exchange(x[2], x[4]);
-  Exchange(x[3], x[5]);
-  Exchange(x[1], x[4]);
-  Exchange(x[3], x[6]);
-  Exchange(x[1], x[2]);
-  Exchange(x[3], x[4]);
-  Exchange(x[5], x[6]);
+#pragma GCC unroll 19
+  for (const auto& pair : kSortEightPairs) Exchange(x[pair[0]], x[pair[1]]);
 }
 
 // a = the 8 best of the sorted a and b, sorted; returns the 9th best, the best of the

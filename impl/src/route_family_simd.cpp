@@ -810,6 +810,21 @@ HWY_INLINE void DecideScreened(D d, const FamilyParams& p, const RowsSetup& setu
 constexpr int64_t kBlock = 4;
 
 #if MOE_FAMILY_SCREEN
+// A screened row's last step: the screen's decision where it has one, else the exact steps
+// (or the non-finite row).
+HWY_INLINE void FinishScreened(D d, const FamilyParams& p, const RowsSetup& setup, const float* x,
+                               FamilyScratch& scratch, const Screened& screened, int32_t* rowIds,
+                               float* rowGates) {
+  if (screened.ok) {
+    DecideScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
+  } else if (ScoresAndKeys(d, p, x, scratch) &&
+             (p.groups == 1 || KeepGroups(d, p, setup, scratch))) {
+    SelectAndWrite(d, p, setup, scratch, rowIds, rowGates);
+  } else {
+    writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
+  }
+}
+
 // The screened rows' loop, kept out of Rows so that the exact rows' code is compiled as
 // it was (inlined into Rows, it made the Llama 4 rows 10% slower). Rows the screen cannot
 // decide take the exact steps.
@@ -835,14 +850,7 @@ HWY_NOINLINE void ScreenedRows(D d, const FamilyParams& p, const RowsSetup& setu
       const float* x = logits + (t0 + i) * n;
       int32_t* rowIds = ids + (t0 + i) * p.k;
       float* rowGates = gates + (t0 + i) * p.k;
-      if (screened[i].ok) {
-        DecideScreened(d, p, setup, x, scratch[i], screened[i], rowIds, rowGates);
-      } else if (ScoresAndKeys(d, p, x, scratch[i]) &&
-                 (p.groups == 1 || KeepGroups(d, p, setup, scratch[i]))) {
-        SelectAndWrite(d, p, setup, scratch[i], rowIds, rowGates);
-      } else {
-        writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
-      }
+      FinishScreened(d, p, setup, x, scratch[i], screened[i], rowIds, rowGates);
     }
   }
 }
@@ -883,14 +891,7 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
       Screened screened;
       screened.ok = EstimateKeys(p, x, 0, scratch) && ScreenGroups(p, setup, scratch, screened) &&
                     ScreenCount(d, setup, scratch, screened);
-      if (screened.ok) {
-        DecideScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
-      } else if (ScoresAndKeys(d, p, x, scratch) &&
-                 (p.groups == 1 || KeepGroups(d, p, setup, scratch))) {
-        SelectAndWrite(d, p, setup, scratch, rowIds, rowGates);
-      } else {
-        writeNonfiniteRow(p.k, setup.kk, rowIds, rowGates);
-      }
+      FinishScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
     }
   }
 }
