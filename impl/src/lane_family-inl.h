@@ -181,8 +181,7 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   const int32_t groups = f.groups > 1 ? f.groups : 1;
   __m512 best = lists[0];
   for (int32_t g = 1; g < groups; ++g) best = _mm512_max_ps(best, lists[8 * g]);
-  __mmask16 left = _mm512_cmp_ps_mask(
-      best, Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  __mmask16 left = Keys::AtFloatMax(best);
 
   // The kept groups: group keys (score, code 15 - g) sorted; the topk_groups-th must beat
   // the next by the margin.

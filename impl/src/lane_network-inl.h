@@ -328,8 +328,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // A NaN or +inf logit has a key in FLT_MAX's tie zone (FiniteForKeys), so the row's best
   // does: the general path writes it (so it does a row whose best is FLT_MAX). Rows of
   // only -inf tie at -FLT_MAX, which the zone checks below send there too.
-  left |= _mm512_cmp_ps_mask(
-      key[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  left |= Keys::AtFloatMax(key[0]);
   const int32_t last = std::clamp(kk, 1, K) - 1;  // the kk-th slot (kk >= 1)
   const __m512 firstLeftOut = kk < K ? key[std::min(last + 1, K - 1)] : others;
 

@@ -19,6 +19,7 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
+#include <limits>
 
 HWY_BEFORE_NAMESPACE();
 namespace moe::detail {
@@ -73,6 +74,13 @@ struct OrderKeys {
     const __m512i bits = _mm512_castps_si512(key);
     const __m512i notSign = _mm512_srai_epi32(_mm512_xor_si512(bits, _mm512_set1_epi32(-1)), 31);
     return SelectBits(notSign, _mm512_set1_epi32(kCodeMask), bits);
+  }
+
+  // The lanes whose key lies in FLT_MAX's tie zone: where FiniteForKeys put a NaN or +inf
+  // (or the value is FLT_MAX itself), rows the keys cannot decide.
+  static HWY_INLINE __mmask16 AtFloatMax(__m512 key) {
+    return _mm512_cmp_ps_mask(key, ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())),
+                              _CMP_GE_OQ);
   }
 
   // Whether two keys share a tie zone, lane by lane.

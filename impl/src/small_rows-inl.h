@@ -237,8 +237,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
   const __m512 firstLeftOut = best[KK];
 
   // As the lane network: NaN, +inf or FLT_MAX at the best, a tie zone at a decision.
-  __mmask16 left = _mm512_cmp_ps_mask(
-      best[0], Keys::ZoneBottom(_mm512_set1_ps(std::numeric_limits<float>::max())), _CMP_GE_OQ);
+  __mmask16 left = Keys::AtFloatMax(best[0]);
   __m512i id[KK];
 #pragma GCC unroll 2
   for (int s = 0; s < KK; ++s) {
@@ -272,6 +271,8 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
       value[s] = _mm512_i32gather_ps(_mm512_add_epi32(rowStart, id[s]), x, 4);
     }
   }
+  __m512 difference = _mm512_setzero_ps();  // k = 2: the second kept logit minus the first
+  if constexpr (KK == 2) difference = _mm512_sub_ps(value[1], value[0]);
   if constexpr (!kProbs) {
     left |= _mm512_cmp_ps_mask(firstLeftOut, Keys::ZoneBottom(best[KK - 1]), _CMP_GE_OQ);
     if constexpr (KK == 2) left |= Keys::SameZone(best[0], best[1]);
@@ -293,9 +294,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
     }
     left |=
         _mm512_cmp_ps_mask(_mm512_sub_ps(Keys::ZoneTop(firstLeftOut), kth), margin, _CMP_NLT_UQ);
-    if constexpr (KK == 2) {
-      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(value[1], value[0]), margin, _CMP_NLT_UQ);
-    }
+    if constexpr (KK == 2) left |= _mm512_cmp_ps_mask(difference, margin, _CMP_NLT_UQ);
   }
 
   // Write back: slot s of row t at t * KK + s; for k = 2 the gates come later.
@@ -306,7 +305,7 @@ HWY_INLINE uint32_t SmallRowsGroup(const float* x, int32_t rows, int32_t experts
     _mm512_mask_storeu_ps(gates, mask, _mm512_set1_ps(1.0f));  // exp(0) / exp(0)
   } else {
     StorePairs<kPairs>(rows, ids, id[0], id[1]);
-    _mm512_store_ps(differences, _mm512_sub_ps(value[1], value[0]));
+    _mm512_store_ps(differences, difference);
   }
   return RowsOfLanes<kPairs>(left) & realRows;
 }
