@@ -113,6 +113,26 @@ std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) 
   return x;
 }
 
+// The screened rows (and the token-parallel kernel) against the exact rows, bit for bit;
+// on failure the first slot that differs.
+testing::AssertionResult ScreenedEqualsExact(const moe::detail::FamilyParams& p,
+                                             const std::vector<float>& x, int32_t tokens) {
+  std::vector<int32_t> ids(size_t(tokens) * p.k, -7), want(ids.size(), -9);
+  std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
+  moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
+  moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != want[i] ||
+        std::bit_cast<uint32_t>(gates[i]) != std::bit_cast<uint32_t>(wantGates[i])) {
+      return testing::AssertionFailure()
+             << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k) << ": id " << ids[i]
+             << " gate " << gates[i] << ", the exact rows' id " << want[i] << " gate "
+             << wantGates[i];
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
 TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
   if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
   std::mt19937 rng = testRng();
@@ -145,19 +165,8 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
         p.top2Sum = s.groups > 1 && s.top2Sum;
         p.renormalize = renormalize;
         p.scale = 2.5f;
-        const auto x = hardRows(rng, tokens, s.experts);
-        std::vector<int32_t> ids(size_t(tokens) * s.k, -7), want(ids.size(), -9);
-        std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
-        moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
-        moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
-        for (size_t i = 0; i < ids.size(); ++i) {
-          const size_t t = i / size_t(s.k);
-          ASSERT_EQ(ids[i], want[i]) << "E=" << s.experts << " k=" << s.k << " G=" << s.groups
-                                     << " bias " << biasScale << " token " << t;
-          ASSERT_EQ(std::bit_cast<uint32_t>(gates[i]), std::bit_cast<uint32_t>(wantGates[i]))
-              << "E=" << s.experts << " k=" << s.k << " G=" << s.groups << " bias " << biasScale
-              << " token " << t << ": " << gates[i] << " vs " << wantGates[i];
-        }
+        ASSERT_TRUE(ScreenedEqualsExact(p, hardRows(rng, tokens, s.experts), tokens))
+            << "E=" << s.experts << " k=" << s.k << " G=" << s.groups << " bias " << biasScale;
       }
     }
   }
@@ -200,15 +209,7 @@ TEST(ScreenedRows, TiedKeptKeysGoToTheLowerIndexWhateverTheirSign) {
         row[a] = row[b] = 3.0f - 0.5f * static_cast<float>(pair);
       }
     }
-    std::vector<int32_t> ids(size_t(tokens) * k, -7), want(ids.size(), -9);
-    std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
-    moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
-    moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      ASSERT_EQ(ids[i], want[i]) << "bias " << biasValue << " token " << i / size_t(k);
-      ASSERT_EQ(std::bit_cast<uint32_t>(gates[i]), std::bit_cast<uint32_t>(wantGates[i]))
-          << "bias " << biasValue << " token " << i / size_t(k);
-    }
+    ASSERT_TRUE(ScreenedEqualsExact(p, x, tokens)) << "bias " << biasValue;
   }
 }
 
