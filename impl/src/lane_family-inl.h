@@ -130,14 +130,27 @@ HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB)
   sB = _mm512_mask_blend_ps(swap, sB, oldA);
 }
 
-// Routes `rows` (<= 16) rows; returns those the exact path must route (bit i: row i).
+// What a group of rows hands back to the exact path, and what it knows of them.
+struct LaneFamilyLeft {
+  uint32_t rows = 0;  // bit i: row i
+  // Among them, the rows whose kept groups are unknown: a NaN logit, or the groups too
+  // close to call, which the per-token screen's wider group margin cannot decide either.
+  uint32_t groupsUnknown = 0;
+  // For the others the kept groups are the exact ones (bit i of keptGroup[g]: row i keeps
+  // group g), and floor[i] a value that kk eligible estimated keys reach (the bottom of
+  // the kk-th key's tie zone), the per-token screen's threshold.
+  __mmask16 keptGroup[kLaneFamilyMaxGroups];
+  HWY_ALIGN float floor[16];
+};
+
+// Routes `rows` (<= 16) rows; what it hands back goes to `handedBack`.
 // lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
 // here (16 rows of it: every load at a constant offset, as the lane network's kFull,
 // where computing 16 row addresses a block was a fifth of the instructions), else 0.
 template <int kExperts, int kCodeBits, class ExactSigmoid>
-HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
-                                    float* gates, ExactSigmoid exactSigmoid, __m512* lists,
-                                    __m512* drops) {
+HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
+                                float* gates, ExactSigmoid exactSigmoid, __m512* lists,
+                                __m512* drops, LaneFamilyLeft& handedBack) {
   using Keys = OrderKeys<kCodeBits>;
   using GroupKeys = OrderKeys<4>;
   constexpr int G = kNetworkGroup;
@@ -182,10 +195,11 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   __m512 best = lists[0];
   for (int32_t g = 1; g < groups; ++g) best = _mm512_max_ps(best, lists[8 * g]);
   __mmask16 left = Keys::AtFloatMax(best);
+  __mmask16 groupsUnknown = left;
 
   // The kept groups: group keys (score, code 15 - g) sorted; the topk_groups-th must beat
   // the next by the margin.
-  __mmask16 keptGroup[kLaneFamilyMaxGroups];
+  __mmask16* keptGroup = handedBack.keptGroup;
   if (f.groups > 1) {
     __m512 groupKey[16];
     for (int32_t g = 0; g < 16; ++g) {
@@ -209,8 +223,9 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
     }
     const int32_t t = f.topkGroups;
     if (t < f.groups) {
-      left |= _mm512_cmp_ps_mask(_mm512_sub_ps(sorted[t - 1], sorted[t]),
-                                 _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ);
+      groupsUnknown |= _mm512_cmp_ps_mask(_mm512_sub_ps(sorted[t - 1], sorted[t]),
+                                          _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ);
+      left |= groupsUnknown;
     }
     // Group keys are distinct (their codes differ), so the kept groups are those whose key
     // is at least the topk_groups-th: one compare a group (a loop over the kept places,
@@ -246,6 +261,7 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
   const __m512 firstLeftOut = kk < 8 ? key[std::min(kk, 7)] : others;
   left |= _mm512_cmp_ps_mask(_mm512_sub_ps(key[kk - 1], firstLeftOut),
                              _mm512_set1_ps(f.expertMargin), _CMP_NGT_UQ);
+  _mm512_store_ps(handedBack.floor, Keys::ZoneBottom(key[kk - 1]));
 
   // The kept experts exactly: logits and biases gathered by id, the exact path's sigmoid,
   // ranked by beats on (c, id) (padding past kk: -inf, an id past every expert).
@@ -315,7 +331,9 @@ HWY_INLINE uint32_t LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t
               _mm512_castsi256_si512(_mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1)),
               out[t], ids + int64_t{t} * f.k, gates + int64_t{t} * f.k);
   }
-  return left & ((1u << rows) - 1u);
+  const uint32_t real = (1u << rows) - 1u;
+  handedBack.rows = left & real;
+  handedBack.groupsUnknown = groupsUnknown & real;
 }
 
 #else

@@ -623,6 +623,15 @@ struct Screened {
   float floor;                      // a value kk estimated keys reach, or NaN
 };
 
+// The estimated keys of experts [b, b + 16) into est, as the token-parallel kernel
+// estimates them.
+HWY_INLINE __m512 EstimateBlock(const FamilyParams& p, const float* x, int32_t b, float* est) {
+  __m512 c = SigmoidEstimate(_mm512_loadu_ps(x + b));
+  if (p.bias != nullptr) c = _mm512_add_ps(c, _mm512_loadu_ps(p.bias + b));
+  _mm512_storeu_ps(est + b, c);
+  return c;
+}
+
 // Step 1: the estimated keys into scratch.keys; false on a NaN. Also prefetches the row
 // `ahead` floats on (the rows of the next block).
 HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead,
@@ -634,11 +643,29 @@ HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead
   __m512 sum = _mm512_setzero_ps();
   for (int32_t b = 0; b < p.experts; b += 16) {
     _mm_prefetch(reinterpret_cast<const char*>(next + size_t(b) * sizeof(float)), _MM_HINT_T0);
-    __m512 c = SigmoidEstimate(_mm512_loadu_ps(x + b));
-    if (p.bias != nullptr) c = _mm512_add_ps(c, _mm512_loadu_ps(p.bias + b));
-    sum = _mm512_add_ps(sum, c);
-    _mm512_storeu_ps(est + b, c);
+    sum = _mm512_add_ps(sum, EstimateBlock(p, x, b, est));
   }
+  return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) == 0;
+}
+
+// Steps 1 and 2 for a row whose kept groups are known (bit g: group g; the token-parallel
+// kernel's, lane_family-inl.h, which are the exact ones) with `floor`, a value that kk
+// eligible estimated keys reach: the estimated keys of the kept groups only, and their
+// vectors. False on a NaN.
+HWY_INLINE bool ScreenKnownGroups(const FamilyParams& p, const RowsSetup& setup, const float* x,
+                                  uint32_t keptGroups, float floor, FamilyScratch& scratch,
+                                  Screened& r) {
+  float* est = scratch.keys.data();
+  __m512 sum = _mm512_setzero_ps();
+  r.blocks = 0;
+  for (; keptGroups != 0; keptGroups &= keptGroups - 1) {
+    const int32_t start = __builtin_ctz(keptGroups) * setup.size;
+    for (int32_t b = start; b < start + setup.size; b += 16) {
+      sum = _mm512_add_ps(sum, EstimateBlock(p, x, b, est));
+      r.blockStart[r.blocks++] = b;
+    }
+  }
+  r.floor = floor;
   return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) == 0;
 }
 
@@ -865,32 +892,38 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
                                  int32_t* ids, float* gates, FamilyScratch& scratch) {
   __m512 lists[8 * kLaneFamilyMaxGroups];
   __m512 drops[kLaneFamilyMaxGroups];
+  LaneFamilyLeft left;
   const auto exactSigmoid = [d](__m512 x) { return Sigmoid(d, V{x}).raw; };
   const int32_t n = p.experts;
   for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
     // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
-    uint32_t left = 0;
     if (group == kNetworkGroup && n == 256) {
-      left = LaneFamilyGroup<256, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                                     exactSigmoid, lists, drops);
+      LaneFamilyGroup<256, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                              exactSigmoid, lists, drops, left);
     } else if (f.codeBits == 8) {
-      left = LaneFamilyGroup<0, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                                   exactSigmoid, lists, drops);
+      LaneFamilyGroup<0, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                            exactSigmoid, lists, drops, left);
     } else {
-      left = LaneFamilyGroup<0, 9>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                                   exactSigmoid, lists, drops);
+      LaneFamilyGroup<0, 9>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
+                            exactSigmoid, lists, drops, left);
     }
-    for (; left != 0; left &= left - 1) {
-      const int64_t t = t0 + __builtin_ctz(left);
-      const float* x = logits + t * n;
-      int32_t* rowIds = ids + t * p.k;
-      float* rowGates = gates + t * p.k;
-      // The per-token screen first (its margins are on unrounded estimates, and it takes
-      // more candidates), then the exact steps.
+    for (uint32_t rest = left.rows; rest != 0; rest &= rest - 1) {
+      const int32_t i = __builtin_ctz(rest);
+      const float* x = logits + (t0 + i) * n;
+      int32_t* rowIds = ids + (t0 + i) * p.k;
+      float* rowGates = gates + (t0 + i) * p.k;
+      // The per-token screen on the kept groups the kernel found (its margins are on
+      // unrounded estimates, and it takes more candidates), then the exact steps; straight
+      // to them when the kept groups are unknown.
       Screened screened;
-      screened.ok = EstimateKeys(p, x, 0, scratch) && ScreenGroups(p, setup, scratch, screened) &&
-                    ScreenCount(d, setup, scratch, screened);
+      screened.ok = false;
+      if (((left.groupsUnknown >> i) & 1) == 0) {
+        uint32_t kept = 0;
+        for (int32_t g = 0; g < f.groups; ++g) kept |= ((left.keptGroup[g] >> i) & 1u) << g;
+        screened.ok = ScreenKnownGroups(p, setup, x, kept, left.floor[i], scratch, screened) &&
+                      ScreenCount(d, setup, scratch, screened);
+      }
       FinishScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
     }
   }
