@@ -9,14 +9,15 @@
 // block's best 8; a group's blocks are merged into its best 8 and the best key it drops.
 // The group scores come from those lists (the best, or best + second), the kept groups
 // from a sort of the group scores, and the kept experts from merging the kept groups'
-// lists (others masked to -inf). Every decision is taken on estimates, so the kernel hands
-// the row back to the exact path unless each is clear by a margin that the estimates'
-// error cannot cross: |c~ - c| <= delta (the screen's bound) plus the code bits' 2^-15
-// relative; a group score's error is at most twice that plus the sums' roundings. With
-// the kept set exact, the kept experts' exact sigmoid (the exact path's own function,
-// given as `exactSigmoid`), their keys c = s + b, their order by the spec's beats (a
-// sort on (c, id)) and the gates (s over the kept s summed in index order, times the
-// scale) are the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key)
+// lists (others masked to -inf). Both decisions are taken on estimates, so the kernel
+// hands the row back to the exact path unless each is clear by a margin that the
+// estimates' error cannot cross: |c~ - c| <= delta (the screen's bound) plus the code
+// bits' 2^-15 relative; a group score's error is at most twice that plus the sums'
+// roundings. The kept experts are confirmed on their exact keys, against the first left
+// out's estimate (one error, not two). With the kept set exact, the kept experts' exact sigmoid
+// (the exact path's own function, given as `exactSigmoid`), their keys c = s + b, their order by
+// the spec's beats (a sort on (c, id)) and the gates (s over the kept s summed in index order,
+// times the scale) are the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key)
 // and undecided rows go back to the caller.
 #if defined(MOE_IMPL_LANE_FAMILY_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_LANE_FAMILY_INL_H_
@@ -54,7 +55,7 @@ struct LaneFamily {
   bool top2 = false, renormalize = false;
   float scale = 1.0f;
   const float* bias = nullptr;
-  float expertMargin = 0.0f;  // kk-th eligible key minus the next: above it, exact
+  float expertMargin = 0.0f;  // least kept exact key minus the next estimate: above it, exact
   float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
 
   // delta: the screen's bound on |c~ - c| (0: no screen); maxBias: max |b| over the experts,
@@ -86,8 +87,11 @@ struct LaneFamily {
     codeBits = p.experts <= 256 ? 8 : 9;
     const double perKey = double(delta) + std::ldexp(top, codeBits - 23);
     const double perGroup = 2.0 * perKey + std::ldexp(top, -22) + std::ldexp(2.0 * top, -18);
-    // Margins compared with a rounded difference: a little more than twice the errors.
-    expertMargin = static_cast<float>(2.0 * perKey * (1.0 + 0x1p-20) + std::ldexp(top, -22));
+    // The kept experts' exact keys against the top of the first left out's tie zone, whose
+    // exact key is at most delta above it: delta itself, a float, so that a rounded
+    // difference above it is a real one above it (rounding is monotone).
+    expertMargin = delta;
+    // Group scores compared with a rounded difference: a little more than twice the errors.
     groupMargin = static_cast<float>(2.0 * perGroup * (1.0 + 0x1p-20) + std::ldexp(2.0 * top, -22));
     return true;
   }
@@ -259,8 +263,6 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   }
   const int32_t kk = f.kk;
   const __m512 firstLeftOut = kk < 8 ? key[std::min(kk, 7)] : others;
-  left |= _mm512_cmp_ps_mask(_mm512_sub_ps(key[kk - 1], firstLeftOut),
-                             _mm512_set1_ps(f.expertMargin), _CMP_NGT_UQ);
   _mm512_store_ps(handedBack.floor, Keys::ZoneBottom(key[kk - 1]));
 
   // The kept experts exactly: logits and biases gathered by id, the exact path's sigmoid,
@@ -281,6 +283,16 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
     kept[s] = {c, id, score};
   }
+  // The kept set is the exact one when every kept expert's exact key beats every other
+  // eligible one's: those lie at most delta above their estimates, which lie at most at
+  // the top of the first left out's tie zone.
+  __m512 leastKept = kept[0].key;
+#pragma GCC unroll 7
+  for (int s = 1; s < 8; ++s) {
+    if (s < kk) leastKept = _mm512_min_ps(leastKept, kept[s].key);
+  }
+  left |= _mm512_cmp_ps_mask(_mm512_sub_ps(leastKept, Keys::ZoneTop(firstLeftOut)),
+                             _mm512_set1_ps(f.expertMargin), _CMP_NGT_UQ);
   // The estimates' order is the exact one unless two kept keys were within the estimates'
   // error: the network runs only for a group where some lane is out of order. Both sorts
   // are unrolled, as SortEight, so that the lists stay in registers.
