@@ -57,6 +57,8 @@ struct LaneFamily {
   const float* bias = nullptr;
   float expertMargin = 0.0f;  // least kept exact key minus the next estimate: above it, exact
   float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
+  // The least kept group's exact lower bound minus the next group score: above it, exact.
+  float groupConfirmMargin = 0.0f;
 
   // delta: the screen's bound on |c~ - c| (0: no screen); maxBias: max |b| over the experts,
   // which the screen computed for delta (0 without a bias). False where the kernel does not
@@ -93,6 +95,8 @@ struct LaneFamily {
     expertMargin = delta;
     // Group scores compared with a rounded difference: a little more than twice the errors.
     groupMargin = static_cast<float>(2.0 * perGroup * (1.0 + 0x1p-20) + std::ldexp(2.0 * top, -22));
+    // perGroup rounded up to a float: a rounded difference above it is a real one above it.
+    groupConfirmMargin = static_cast<float>(perGroup * (1.0 + 0x1p-20));
     return true;
   }
 };
@@ -194,6 +198,17 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     }
   }
 
+  // The exact key c = s + b of expert `id` of each lane's row (the exact path's).
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i rowStart =
+      _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(n));
+  const auto exactScore = [&](__m512i id) {
+    return exactSigmoid(_mm512_i32gather_ps(_mm512_add_epi32(rowStart, id), x, 4));
+  };
+  const auto exactKey = [&](__m512i id, __m512 score) {
+    return f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
+  };
+
   // A NaN logit (a NaN estimate) makes a key FLT_MAX's: the exact path writes the row.
   const int32_t groups = f.groups > 1 ? f.groups : 1;
   __m512 best = lists[0];
@@ -227,8 +242,34 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     }
     const int32_t t = f.topkGroups;
     if (t < f.groups) {
-      groupsUnknown |= _mm512_cmp_ps_mask(_mm512_sub_ps(sorted[t - 1], sorted[t]),
-                                          _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ);
+      __mmask16 close = _mm512_cmp_ps_mask(_mm512_sub_ps(sorted[t - 1], sorted[t]),
+                                           _mm512_set1_ps(f.groupMargin), _CMP_NGT_UQ) &
+                        ~left;
+      if (close != 0) {
+        // Too close on estimates: the kept groups are still the exact ones when each one's
+        // exact score beats the next group's by that one's error. A kept group's exact
+        // score is at least the spec's score of its best two estimated experts' exact keys
+        // (at least its best one's for the max), rounding being monotone.
+        __m512 leastKept = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+        for (int32_t r = 0; r < t; ++r) {
+          // Lane l of lists[8 g + s] is float (8 g + s) * 16 + l of the lists.
+          const __m512i at =
+              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[r]), 7), lane);
+          const auto lists0 = reinterpret_cast<const float*>(lists);
+          const __m512i best0 = Keys::Ids(_mm512_i32gather_ps(at, lists0, 4));
+          __m512 score = exactKey(best0, exactScore(best0));
+          if (f.top2) {
+            const __m512i best1 = Keys::Ids(
+                _mm512_i32gather_ps(_mm512_add_epi32(at, _mm512_set1_epi32(16)), lists0, 4));
+            score = _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), score),
+                                  exactKey(best1, exactScore(best1)));
+          }
+          leastKept = _mm512_min_ps(leastKept, score);
+        }
+        close &= _mm512_cmp_ps_mask(_mm512_sub_ps(leastKept, sorted[t]),
+                                    _mm512_set1_ps(f.groupConfirmMargin), _CMP_NGT_UQ);
+      }
+      groupsUnknown |= close;
       left |= groupsUnknown;
     }
     // Group keys are distinct (their codes differ), so the kept groups are those whose key
@@ -267,9 +308,6 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
 
   // The kept experts exactly: logits and biases gathered by id, the exact path's sigmoid,
   // ranked by beats on (c, id) (padding past kk: -inf, an id past every expert).
-  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i rowStart =
-      _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(n));
   Ranked kept[8];
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
@@ -278,10 +316,8 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
       continue;
     }
     const __m512i id = Keys::Ids(key[s]);
-    const __m512 score = exactSigmoid(_mm512_i32gather_ps(_mm512_add_epi32(rowStart, id), x, 4));
-    const __m512 c =
-        f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
-    kept[s] = {c, id, score};
+    const __m512 score = exactScore(id);
+    kept[s] = {exactKey(id, score), id, score};
   }
   // The kept set is the exact one when every kept expert's exact key beats every other
   // eligible one's: those lie at most delta above their estimates, which lie at most at
