@@ -13,12 +13,13 @@
 // hands the row back to the exact path unless each is clear by a margin that the
 // estimates' error cannot cross: |c~ - c| <= delta (the screen's bound) plus the code
 // bits' 2^-15 relative; a group score's error is at most twice that plus the sums'
-// roundings. The kept experts are confirmed on their exact keys, against the first left
-// out's estimate (one error, not two). With the kept set exact, the kept experts' exact sigmoid
-// (the exact path's own function, given as `exactSigmoid`), their keys c = s + b, their order by
-// the spec's beats (a sort on (c, id)) and the gates (s over the kept s summed in index order,
-// times the scale) are the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key)
-// and undecided rows go back to the caller.
+// roundings. The kept experts, and kept groups too close to call, are confirmed on exact
+// keys against the best left out's estimate (one error, not two). With the kept set
+// exact, the kept experts' exact sigmoid (the exact path's own function, given as
+// `exactSigmoid`), their keys c = s + b, their order by the spec's beats (a sort on
+// (c, id)) and the gates (s over the kept s summed in index order, times the scale) are
+// the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key) and undecided
+// rows go back to the caller, with what the kernel found of them (LaneFamilyLeft).
 #if defined(MOE_IMPL_LANE_FAMILY_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_LANE_FAMILY_INL_H_
 #undef MOE_IMPL_LANE_FAMILY_INL_H_
@@ -198,7 +199,8 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     }
   }
 
-  // The exact key c = s + b of expert `id` of each lane's row (the exact path's).
+  // The exact score s of expert `id` of each lane's row, and its key c = s + b (the exact
+  // path's).
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i rowStart =
       _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(n));
