@@ -110,6 +110,12 @@ struct Ranked {
   __m512 score;
 };
 
+// A group's score from its best and second keys, lane by lane: the top-2 sum as the spec
+// sums it, (0 + best) + second, or the best for the max.
+HWY_INLINE __m512 GroupScoreOf(const LaneFamily& f, __m512 best, __m512 second) {
+  return f.top2 ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), best), second) : best;
+}
+
 // The lanes where `a` beats `b`.
 HWY_INLINE __mmask16 Beats(const Ranked& a, const Ranked& b) {
   return _mm512_cmp_ps_mask(a.key, b.key, _CMP_GT_OQ) |
@@ -228,9 +234,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         groupKey[g] = _mm512_set1_ps(kNegInf);
         continue;
       }
-      const __m512 score =
-          f.top2 ? _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), lists[8 * g]), lists[8 * g + 1])
-                 : lists[8 * g];
+      const __m512 score = GroupScoreOf(f, lists[8 * g], lists[8 * g + 1]);
       groupKey[g] = SelectBits(_mm512_castps_si512(score), _mm512_set1_epi32(~GroupKeys::kCodeMask),
                                _mm512_set1_epi32(GroupKeys::kCodeMask - g));
     }
@@ -253,20 +257,20 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         // score is at least the spec's score of its best two estimated experts' exact keys
         // (at least its best one's for the max), rounding being monotone.
         __m512 leastKept = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+        const auto listFloats = reinterpret_cast<const float*>(lists);
         for (int32_t r = 0; r < t; ++r) {
           // Lane l of lists[8 g + s] is float (8 g + s) * 16 + l of the lists.
           const __m512i at =
               _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[r]), 7), lane);
-          const auto lists0 = reinterpret_cast<const float*>(lists);
-          const __m512i best0 = Keys::Ids(_mm512_i32gather_ps(at, lists0, 4));
-          __m512 score = exactKey(best0, exactScore(best0));
+          const __m512i best0 = Keys::Ids(_mm512_i32gather_ps(at, listFloats, 4));
+          const __m512 first = exactKey(best0, exactScore(best0));
+          __m512 second = first;  // unread for the max
           if (f.top2) {
             const __m512i best1 = Keys::Ids(
-                _mm512_i32gather_ps(_mm512_add_epi32(at, _mm512_set1_epi32(16)), lists0, 4));
-            score = _mm512_add_ps(_mm512_add_ps(_mm512_setzero_ps(), score),
-                                  exactKey(best1, exactScore(best1)));
+                _mm512_i32gather_ps(_mm512_add_epi32(at, _mm512_set1_epi32(16)), listFloats, 4));
+            second = exactKey(best1, exactScore(best1));
           }
-          leastKept = _mm512_min_ps(leastKept, score);
+          leastKept = _mm512_min_ps(leastKept, GroupScoreOf(f, first, second));
         }
         close &= _mm512_cmp_ps_mask(_mm512_sub_ps(leastKept, sorted[t]),
                                     _mm512_set1_ps(f.groupConfirmMargin), _CMP_NGT_UQ);
