@@ -273,7 +273,10 @@ def test_the_family_reaches_a_torch_function_as_tensors(tmp_path):
 
 # --- Hypothesis: moe_oracle.strategies.family_cases ---------------------------------------
 
-SEARCH = settings(max_examples=2000, database=None, deadline=None,
+# Searches for a given case are derandomized: where the shrinker stops is not guaranteed
+# (one random run in about twenty left the gate-bias case at E = 9, nine groups of one, a
+# local minimum), so the assertions on it would be flaky; a fixed search is reproducible.
+SEARCH = settings(max_examples=2000, database=None, deadline=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
 FIRST = settings(SEARCH, phases=[Phase.generate])  # the first case found, not shrunk
 

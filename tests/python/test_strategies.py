@@ -10,7 +10,9 @@ from hypothesis import HealthCheck, find, given, settings
 from moe_oracle import judge
 from moe_oracle.strategies import RoutingCase, routing_cases
 
-SEARCH = settings(max_examples=3000, database=None, deadline=None,
+# Derandomized: where the shrinker stops is not guaranteed, so assertions on a shrunk case
+# are reproducible only for a fixed search (as test_family.py's).
+SEARCH = settings(max_examples=3000, database=None, deadline=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
 TINY = np.finfo(np.float32).tiny
 
