@@ -52,12 +52,13 @@ namespace HWY_NAMESPACE {
 inline constexpr int32_t kNetworkGroup = 16;  // tokens per group: one per lane
 inline constexpr int32_t kNetworkMaxExperts = OrderKeys<9>::kMaxExperts;  // 512
 
-// The hint of the kernels' prefetches of the next group's rows: into L2 (PREFETCHT1), not
-// L1. On AMD Zen 4 (one core, T = 65,536, rows out of DRAM) E = 256, k = 8 went from about
-// 150 to 77 ns a token, E = 384 from 225 to 117, DeepSeek-V3's moe_route_v2 from 180 to
-// 141; rows in L2 ran as before. Likely why: a PREFETCHT0 holds one of L1's few miss
-// buffers for the whole trip to memory, where L2 overlaps many more misses. (An Intel host
-// with the rows in its L3 measured L2-only prefetches slower at an earlier commit.)
+// The hint of the kernels' prefetches of the rows they read next (the next group's; for
+// the family's per-token screen, the next rows'): into L2 (PREFETCHT1), not L1. On AMD Zen 4 (one
+// core, T = 65,536, rows out of DRAM) E = 256, k = 8 went from about 150 to 77 ns a token, E = 384
+// from 225 to 117, DeepSeek-V3's moe_route_v2 from 180 to 141; rows in L2 ran as before. Likely
+// why: a PREFETCHT0 holds one of L1's few miss buffers for the whole trip to memory, where L2
+// overlaps many more misses. (An Intel host with the rows in its L3 measured L2-only prefetches
+// slower at an earlier commit.)
 inline constexpr _mm_hint kRowPrefetch = _MM_HINT_T1;
 
 // The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
