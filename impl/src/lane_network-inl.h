@@ -52,14 +52,16 @@ namespace HWY_NAMESPACE {
 inline constexpr int32_t kNetworkGroup = 16;  // tokens per group: one per lane
 inline constexpr int32_t kNetworkMaxExperts = OrderKeys<9>::kMaxExperts;  // 512
 
-// The hint of the kernels' prefetches of the rows they read next (the next group's; for
-// the family's per-token screen, the next rows'): into L2 (PREFETCHT1), not L1. On AMD Zen 4 (one
+// The kernels' prefetch of the rows they read next (the next group's; for the family's
+// per-token screen, the next rows'), one line: into L2 (PREFETCHT1), not L1. On AMD Zen 4 (one
 // core, T = 65,536, rows out of DRAM) E = 256, k = 8 went from about 150 to 77 ns a token, E = 384
 // from 225 to 117, DeepSeek-V3's moe_route_v2 from 180 to 141; rows in L2 ran as before. Likely
 // why: a PREFETCHT0 holds one of L1's few miss buffers for the whole trip to memory, where L2
 // overlaps many more misses. (An Intel host with the rows in its L3 measured L2-only prefetches
 // slower at an earlier commit.)
-inline constexpr _mm_hint kRowPrefetch = _MM_HINT_T1;
+HWY_INLINE void PrefetchRowLine(uintptr_t address) {
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T1);
+}
 
 // The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
 // three times the comparators a block; it runs where the per-token kernels are slowest
@@ -306,9 +308,8 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // past the batch do not fault; the address is formed as an integer.
   const auto loadBlock = [&](int t, int b) {
     const float* row = x + int64_t{std::min(t, rows - 1)} * experts;  // padding rows: the last
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(row + 16 * b) +
-                                               sizeof(float) * G * uint64_t(experts)),
-                 kRowPrefetch);
+    PrefetchRowLine(reinterpret_cast<uintptr_t>(row + 16 * b) +
+                    sizeof(float) * G * uint64_t(experts));
     return 16 * (b + 1) <= experts
                ? _mm512_loadu_ps(row + 16 * b)
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),

@@ -642,7 +642,7 @@ HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead
   // so the sum of at most 1024 cannot overflow).
   __m512 sum = _mm512_setzero_ps();
   for (int32_t b = 0; b < p.experts; b += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(next + size_t(b) * sizeof(float)), kRowPrefetch);
+    PrefetchRowLine(next + size_t(b) * sizeof(float));
     sum = _mm512_add_ps(sum, EstimateBlock(p, x, b, est));
   }
   return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) == 0;
