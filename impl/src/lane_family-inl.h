@@ -182,8 +182,8 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
 #pragma GCC unroll 16
     for (int t = 0; t < G; ++t) {
       const float* at = rowAt(t) + 16 * b;
-      // The next group's line of this row (the network's prefetch; past the end: no fault).
-      PrefetchRowLine(reinterpret_cast<uintptr_t>(at) + sizeof(float) * G * uint64_t(n));
+      // The next group's line of this row (the network's prefetch).
+      PrefetchRowLine(at, sizeof(float) * G * uint64_t(n));
       const __m512 c = _mm512_add_ps(SigmoidEstimate(_mm512_loadu_ps(at)), bias);
       block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
     }

@@ -59,8 +59,11 @@ inline constexpr int32_t kNetworkMaxExperts = OrderKeys<9>::kMaxExperts;  // 512
 // why: a PREFETCHT0 holds one of L1's few miss buffers for the whole trip to memory, where L2
 // overlaps many more misses. (An Intel host with the rows in its L3 measured L2-only prefetches
 // slower at an earlier commit.)
-HWY_INLINE void PrefetchRowLine(uintptr_t address) {
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T1);
+// The line `bytesAhead` past `base`; past the batch it does not fault, and the address is
+// formed as an integer (no pointer past the array).
+HWY_INLINE void PrefetchRowLine(const void* base, uint64_t bytesAhead) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + bytesAhead),
+               _MM_HINT_T1);
 }
 
 // The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
@@ -304,12 +307,10 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // Row t's 16 logits of block b, from memory; lanes past E read -inf.
   // The next group's line of the same row and block is prefetched with each load: a
   // group reads 16 rows a block at a time, strides the hardware prefetchers do not follow
-  // once rows span pages (E = 256: 174 against 72 ns a token out of L3 and L2). Prefetches
-  // past the batch do not fault; the address is formed as an integer.
+  // once rows span pages (E = 256: 174 against 72 ns a token out of L3 and L2).
   const auto loadBlock = [&](int t, int b) {
     const float* row = x + int64_t{std::min(t, rows - 1)} * experts;  // padding rows: the last
-    PrefetchRowLine(reinterpret_cast<uintptr_t>(row + 16 * b) +
-                    sizeof(float) * G * uint64_t(experts));
+    PrefetchRowLine(row + 16 * b, sizeof(float) * G * uint64_t(experts));
     return 16 * (b + 1) <= experts
                ? _mm512_loadu_ps(row + 16 * b)
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),

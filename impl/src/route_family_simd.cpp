@@ -637,12 +637,11 @@ HWY_INLINE __m512 EstimateBlock(const FamilyParams& p, const float* x, int32_t b
 HWY_INLINE bool EstimateKeys(const FamilyParams& p, const float* x, size_t ahead,
                              FamilyScratch& scratch) {
   float* est = scratch.keys.data();
-  const auto next = reinterpret_cast<uintptr_t>(x) + ahead * sizeof(float);
   // The estimates summed: NaN exactly when one is (each is finite or NaN, |c| < 1 + 2^15,
   // so the sum of at most 1024 cannot overflow).
   __m512 sum = _mm512_setzero_ps();
   for (int32_t b = 0; b < p.experts; b += 16) {
-    PrefetchRowLine(next + size_t(b) * sizeof(float));
+    PrefetchRowLine(x, (ahead + size_t(b)) * sizeof(float));
     sum = _mm512_add_ps(sum, EstimateBlock(p, x, b, est));
   }
   return _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) == 0;
