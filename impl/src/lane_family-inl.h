@@ -147,7 +147,7 @@ HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB)
 
 // What a group of rows hands back to the exact path, and what it knows of them.
 struct LaneFamilyLeft {
-  uint32_t rows = 0;  // bit i: row i
+  uint32_t rows = 0;  // bit i: lane i's row
   // Among them, the rows whose kept groups are unknown: a NaN logit, or the groups too
   // close to call, which the per-token screen's wider group margin cannot decide either.
   uint32_t groupsUnknown = 0;
@@ -158,11 +158,12 @@ struct LaneFamilyLeft {
   HWY_ALIGN float floor[16];
 };
 
-// Routes `rows` (<= 16) rows; what it hands back goes to `handedBack`.
+// Routes `rows` (<= 16) rows, lane t on row t * kStep of `x` (ForEachLaneGroup); what it
+// hands back goes to `handedBack`.
 // lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
 // here (16 rows of it: every load at a constant offset, as the lane network's kFull,
 // where computing 16 row addresses a block was a fifth of the instructions), else 0.
-template <int kExperts, int kCodeBits, class ExactSigmoid>
+template <int kExperts, int kCodeBits, int kStep, class ExactSigmoid>
 HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
                                 float* gates, ExactSigmoid exactSigmoid, __m512* lists,
                                 __m512* drops, LaneFamilyLeft& handedBack) {
@@ -172,7 +173,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   if constexpr (kExperts != 0) rows = G;
   const int32_t n = kExperts != 0 ? kExperts : f.experts;
   const float kNegInf = -std::numeric_limits<float>::infinity();
-  const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * n; };
+  const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * kStep * n; };
 
   // Every group's best 8 estimated keys (sorted) and the best key it drops.
   // No bias adds +0: an estimate is never -0, so that changes no key.
@@ -182,8 +183,8 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
 #pragma GCC unroll 16
     for (int t = 0; t < G; ++t) {
       const float* at = rowAt(t) + 16 * b;
-      // The next group's line of this row (the network's prefetch).
-      PrefetchRowLine(at, sizeof(float) * G * uint64_t(n));
+      // The line this lane reads a group later (the network's prefetch).
+      PrefetchRowLine(at, sizeof(float) * (kStep == 1 ? G : 1) * uint64_t(n));
       const __m512 c = _mm512_add_ps(SigmoidEstimate(_mm512_loadu_ps(at)), bias);
       block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
     }
@@ -206,8 +207,8 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   // The exact score s of expert `id` of each lane's row, and its key c = s + b (the exact
   // path's).
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i rowStart =
-      _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(n));
+  const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
+                                              _mm512_set1_epi32(kStep * n));
   const auto exactScore = [&](__m512i id) {
     return exactSigmoid(_mm512_i32gather_ps(_mm512_add_epi32(rowStart, id), x, 4));
   };
@@ -381,7 +382,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     if ((left >> t) & 1) continue;
     StoreKept(f.k, kk,
               _mm512_castsi256_si512(_mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1)),
-              out[t], ids + int64_t{t} * f.k, gates + int64_t{t} * f.k);
+              out[t], ids + int64_t{t} * kStep * f.k, gates + int64_t{t} * kStep * f.k);
   }
   const uint32_t real = (1u << rows) - 1u;
   handedBack.rows = left & real;

@@ -57,13 +57,48 @@ inline constexpr int32_t kNetworkMaxExperts = OrderKeys<9>::kMaxExperts;  // 512
 // core, T = 65,536, rows out of DRAM) E = 256, k = 8 went from about 150 to 77 ns a token, E = 384
 // from 225 to 117, DeepSeek-V3's moe_route_v2 from 180 to 141; rows in L2 ran as before. Likely
 // why: a PREFETCHT0 holds one of L1's few miss buffers for the whole trip to memory, where L2
-// overlaps many more misses. (An Intel host with the rows in its L3 measured L2-only prefetches
-// slower at an earlier commit.)
+// overlaps many more misses. On an Intel Xeon (GenuineIntel family 6 model 167) with the rows
+// in its L3, PREFETCHT1 won as well (E = 384, k = 8, logits: 6.1-6.3 against 5.6-5.8 M tokens a
+// second; DeepSeek-V3 7.5-9.7 against 6.8-6.9), where an earlier commit had measured it slower.
 // The line `bytesAhead` past `base`; past the batch it does not fault, and the address is
 // formed as an integer (no pointer past the array).
 HWY_INLINE void PrefetchRowLine(const void* base, uint64_t bytesAhead) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + bytesAhead),
                _MM_HINT_T1);
+}
+
+// The order in which rows meet lanes. A group of 16 consecutive rows reads one line of
+// each of its 16 rows per block: 16 interleaved streams, several to a page, which the
+// hardware prefetchers do not follow, and software prefetches are bounded by the core's
+// miss buffers (the Intel Xeon above, rows in L3: about 10 GB/s a core where a plain read
+// gets 23). So rows of at least kLaneStepMinExperts experts (1 KiB) are taken a run of
+// kLaneRun rows at a time, as kLaneStep groups whose lane t reads row i + t kLaneStep in
+// group i: each lane then reads kLaneStep consecutive rows in order, a stream the
+// prefetchers follow. On that Xeon (one core, T = 65,536, rows in L3): E = 384, k = 8
+// 175 -> 125 ns a token, E = 256, k = 8 90-109 -> 79, E = 512, k = 10 214 -> 202,
+// DeepSeek-V3's moe_route_v2 150 -> 121; E <= 128 no faster (E = 64 the same, E = 128 and
+// E = 32 a few per cent slower), and a step of 16 gained less than 64 (E = 384: 137).
+inline constexpr int32_t kLaneStep = 64;
+inline constexpr int64_t kLaneRun = int64_t{kNetworkGroup} * kLaneStep;
+inline constexpr int32_t kLaneStepMinExperts = 256;
+// The gathers' 32-bit element indices reach lane 15's row and its last expert.
+static_assert(int64_t{15} * kLaneStep * kNetworkMaxExperts + kNetworkMaxExperts <= INT32_MAX);
+
+// Calls group(t0, step) for each group of `rows` rows: lane t on row t0 + t * step, step a
+// std::integral_constant<int, ...>. With `strided`, whole runs of kLaneRun rows first
+// (step kLaneStep, 16 rows each), then 16 consecutive rows at a time (step 1; the last
+// group may be short).
+template <class Fn>
+HWY_INLINE void ForEachLaneGroup(int64_t rows, bool strided, Fn group) {
+  int64_t t0 = 0;
+  if (strided) {
+    for (; t0 + kLaneRun <= rows; t0 += kLaneRun) {
+      for (int32_t i = 0; i < kLaneStep; ++i) {
+        group(t0 + i, std::integral_constant<int, kLaneStep>());
+      }
+    }
+  }
+  for (; t0 < rows; t0 += kNetworkGroup) group(t0, std::integral_constant<int, 1>());
 }
 
 // The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
@@ -286,13 +321,14 @@ HWY_INLINE __m512 DivideWithReciprocal(__m512 a, __m512 b, __m512 reciprocalB) {
   return _mm512_fmadd_ps(_mm512_fnmadd_ps(q, b, a), reciprocalB, q);
 }
 
-// Routes `rows` (<= 16) rows of R 16-lane vectors each, keeping the K (8 or 16) best
-// keys; returns the rows not written (bit i: row i) for the general path. kFull: 16 rows of exactly
-// 16 R experts, the common case, whose loads are then at constant offsets from `x`. A runtime row
-// length wants a register per row, more than there are: the spilled row addresses, their reloads
-// and the masked-load branches were a third of the group's instructions (E = 64, k = 8, rows in
-// L2: 17.3 -> 16.2 ns a token).
-template <int R, int K, bool kProbs, bool kFull>
+// Routes `rows` (<= 16) rows of R 16-lane vectors each, lane t on row t * kStep of `x`
+// (ForEachLaneGroup), keeping the K (8 or 16) best keys; returns the rows not written (bit
+// i: lane i's row) for the general path. kFull: 16 rows of exactly 16 R experts, the common
+// case, whose loads are then at constant offsets from `x`. A runtime row length wants a
+// register per row, more than there are: the spilled row addresses, their reloads and the
+// masked-load branches were a third of the group's instructions (E = 64, k = 8, rows in L2:
+// 17.3 -> 16.2 ns a token).
+template <int R, int K, bool kProbs, bool kFull, int kStep = 1>
 HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t experts, int32_t k,
                                      int32_t* ids, float* gates) {
   constexpr int G = kNetworkGroup;
@@ -304,13 +340,14 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   }
   const int32_t kk = std::min(k, experts);
   uint32_t left = 0;
-  // Row t's 16 logits of block b, from memory; lanes past E read -inf.
-  // The next group's line of the same row and block is prefetched with each load: a
-  // group reads 16 rows a block at a time, strides the hardware prefetchers do not follow
-  // once rows span pages (E = 256: 174 against 72 ns a token out of L3 and L2).
+  // Lane t's 16 logits of block b, from memory; lanes past E read -inf.
+  // The line lane t reads a group later (the next group's row, or with kStep the next row)
+  // is prefetched with each load: a group reads 16 rows a block at a time, strides the
+  // hardware prefetchers do not follow once rows span pages (E = 256: 174 against 72 ns a
+  // token out of L3 and L2).
   const auto loadBlock = [&](int t, int b) {
-    const float* row = x + int64_t{std::min(t, rows - 1)} * experts;  // padding rows: the last
-    PrefetchRowLine(row + 16 * b, sizeof(float) * G * uint64_t(experts));
+    const float* row = x + int64_t{std::min(t, rows - 1)} * kStep * experts;  // padding: the last
+    PrefetchRowLine(row + 16 * b, sizeof(float) * (kStep == 1 ? G : 1) * uint64_t(experts));
     return 16 * (b + 1) <= experts
                ? _mm512_loadu_ps(row + 16 * b)
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
@@ -351,7 +388,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   const __m512i lastId = _mm512_set1_epi32(experts - 1);
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i rowStart = _mm512_mullo_epi32(_mm512_min_epi32(lane, _mm512_set1_epi32(rows - 1)),
-                                              _mm512_set1_epi32(experts));
+                                              _mm512_set1_epi32(kStep * experts));
   __m512 sum = _mm512_setzero_ps();
 #pragma GCC unroll 16
   for (int s = 0; s < K; ++s) {
@@ -413,8 +450,10 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // The next group's lines of ids and gates, so that its stores find them in L1: rows out
   // of L3 otherwise wait on the stores' line fills (E = 64, k = 8: 20.2 -> 19.4 ns a
   // token). As for the rows, past the end does not fault; addresses formed as integers.
+  // Only for consecutive rows: a strided group writes one row of each lane's stream, and
+  // the next group the rows just after them, lines its own stores have mostly brought in.
   const uint64_t groupBytes = sizeof(float) * G * uint64_t(k);
-  for (uint64_t at = groupBytes; at < 2 * groupBytes; at += 64) {
+  for (uint64_t at = groupBytes; kStep == 1 && at < 2 * groupBytes; at += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(ids) + at), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(gates) + at),
                  _MM_HINT_T0);
@@ -432,7 +471,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
       if ((left >> t) & 1) continue;
       StoreKept(k, kk,
                 _mm512_castsi256_si512(_mm512_extracti32x8_epi32(_mm512_castps_si512(out[t]), 1)),
-                out[t], ids + int64_t{t} * k, gates + int64_t{t} * k);
+                out[t], ids + int64_t{t} * kStep * k, gates + int64_t{t} * kStep * k);
     }
   } else {
     // Back to rows, a transpose each: row t's gates and its ids, 16 lanes apiece.
@@ -447,8 +486,8 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
     Transpose16(outIds);
     for (int32_t t = 0; t < rows; ++t) {
       if ((left >> t) & 1) continue;
-      StoreKept(k, kk, _mm512_castps_si512(outIds[t]), outGates[t], ids + int64_t{t} * k,
-                gates + int64_t{t} * k);
+      StoreKept(k, kk, _mm512_castps_si512(outIds[t]), outGates[t], ids + int64_t{t} * kStep * k,
+                gates + int64_t{t} * kStep * k);
     }
   }
   return left & ((1u << rows) - 1u);  // padding rows are never written

@@ -894,24 +894,28 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
   LaneFamilyLeft left;
   const auto exactSigmoid = [d](__m512 x) { return Sigmoid(d, V{x}).raw; };
   const int32_t n = p.experts;
-  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+  // Rows of whole blocks (LaneFamily::setUp), in strided runs from kLaneStepMinExperts on.
+  ForEachLaneGroup(rows, n >= kLaneStepMinExperts, [&](int64_t t0, auto step) {
+    constexpr int kStep = decltype(step)::value;
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
+    const float* x0 = logits + t0 * n;
     // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
     if (group == kNetworkGroup && n == 256) {
-      LaneFamilyGroup<256, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                              exactSigmoid, lists, drops, left);
+      LaneFamilyGroup<256, 8, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
+                                     lists, drops, left);
     } else if (f.codeBits == 8) {
-      LaneFamilyGroup<0, 8>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                            exactSigmoid, lists, drops, left);
+      LaneFamilyGroup<0, 8, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
+                                   lists, drops, left);
     } else {
-      LaneFamilyGroup<0, 9>(f, logits + t0 * n, group, ids + t0 * p.k, gates + t0 * p.k,
-                            exactSigmoid, lists, drops, left);
+      LaneFamilyGroup<0, 9, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
+                                   lists, drops, left);
     }
     for (uint32_t rest = left.rows; rest != 0; rest &= rest - 1) {
       const int32_t i = __builtin_ctz(rest);
-      const float* x = logits + (t0 + i) * n;
-      int32_t* rowIds = ids + (t0 + i) * p.k;
-      float* rowGates = gates + (t0 + i) * p.k;
+      const int64_t t = t0 + int64_t{i} * kStep;
+      const float* x = logits + t * n;
+      int32_t* rowIds = ids + t * p.k;
+      float* rowGates = gates + t * p.k;
       // The per-token screen on the kept groups the kernel found (its margins are on
       // unrounded estimates, and it takes more candidates), then the exact steps; straight
       // to them when the kept groups are unknown.
@@ -925,7 +929,7 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
       }
       FinishScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
     }
-  }
+  });
 }
 #endif
 

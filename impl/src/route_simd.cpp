@@ -422,14 +422,15 @@ bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 }
 
 #if MOE_LANE_NETWORK
-// The rows a token-parallel group hands back (bit i: row t0 + i; NaN, +inf, a tie zone
-// at a decision), each through the per-token path.
+// The rows a token-parallel group hands back (bit i: row t0 + i * step; NaN, +inf, a tie
+// zone at a decision), each through the per-token path.
 template <bool kProbs>
-HWY_INLINE void RouteHandedBack(uint32_t left, int64_t t0, const float* logits, int32_t experts,
-                                int32_t k, int32_t* ids, float* gates, Scratch& scratch) {
+HWY_INLINE void RouteHandedBack(uint32_t left, int64_t t0, int64_t step, const float* logits,
+                                int32_t experts, int32_t k, int32_t* ids, float* gates,
+                                Scratch& scratch) {
   const D d;
   for (; left != 0; left &= left - 1) {
-    const int64_t t = t0 + __builtin_ctz(left);
+    const int64_t t = t0 + __builtin_ctz(left) * step;
     if constexpr (kProbs) {
       ProbsRow(d, logits + t * experts, experts, k, ids + t * k, gates + t * k, scratch);
     } else {
@@ -439,20 +440,29 @@ HWY_INLINE void RouteHandedBack(uint32_t left, int64_t t0, const float* logits, 
 }
 
 // Groups of kNetworkGroup rows of R blocks through the lane network keeping K
-// (lane_network-inl.h).
+// (lane_network-inl.h); rows of exactly R blocks and at least kLaneStepMinExperts in
+// strided runs (ForEachLaneGroup).
 template <int R, int K, bool kProbs>
 HWY_INLINE void NetworkGroups(const float* logits, int64_t rows, int32_t experts, int32_t k,
                               int32_t* ids, float* gates, Scratch& scratch) {
-  for (int64_t t0 = 0; t0 < rows; t0 += kNetworkGroup) {
+  const bool whole = experts == 16 * R;
+  ForEachLaneGroup(rows, whole && experts >= kLaneStepMinExperts, [&](int64_t t0, auto step) {
+    constexpr int kStep = decltype(step)::value;
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
-    const uint32_t left =
-        group == kNetworkGroup && experts == 16 * R
-            ? LaneNetworkGroup<R, K, kProbs, true>(logits + t0 * experts, group, experts, k,
-                                                   ids + t0 * k, gates + t0 * k)
-            : LaneNetworkGroup<R, K, kProbs, false>(logits + t0 * experts, group, experts, k,
-                                                    ids + t0 * k, gates + t0 * k);
-    RouteHandedBack<kProbs>(left, t0, logits, experts, k, ids, gates, scratch);
-  }
+    const float* x = logits + t0 * experts;
+    uint32_t left = 0;
+    if constexpr (kStep > 1) {  // whole groups of whole rows
+      left = LaneNetworkGroup<R, K, kProbs, true, kStep>(x, group, experts, k, ids + t0 * k,
+                                                         gates + t0 * k);
+    } else if (group == kNetworkGroup && whole) {
+      left =
+          LaneNetworkGroup<R, K, kProbs, true>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+    } else {
+      left =
+          LaneNetworkGroup<R, K, kProbs, false>(x, group, experts, k, ids + t0 * k, gates + t0 * k);
+    }
+    RouteHandedBack<kProbs>(left, t0, kStep, logits, experts, k, ids, gates, scratch);
+  });
 }
 
 #if MOE_SMALL_ROWS
@@ -489,7 +499,7 @@ HWY_INLINE void SmallRowsGroups(const float* logits, int64_t rows, int32_t exper
       }
     }
     for (int g = 0; g < groups; ++g) {
-      RouteHandedBack<kProbs>(left[g], r0 + int64_t{g} * G, logits, experts, KK, ids, gates,
+      RouteHandedBack<kProbs>(left[g], r0 + int64_t{g} * G, 1, logits, experts, KK, ids, gates,
                               scratch);
     }
   }

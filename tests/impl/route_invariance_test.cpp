@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "judged_router.hpp"
@@ -112,6 +113,32 @@ TEST_P(RouterInvariance, TokenGroupsAreBitwiseTheTokensAlone) {
         ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k)));
         ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, k, row));
       }
+    }
+  }
+}
+
+// From 1,024 rows of E >= 256 the AVX-512 lane network takes strided runs, lane t of a
+// group on row t * 64 of its run (ForEachLaneGroup in impl/src/lane_network-inl.h): two
+// runs and a tail of tie-heavy rows, whose hand-backs come from strided groups, must come
+// out token by token as each token alone.
+TEST_P(RouterInvariance, StridedRunsAreBitwiseTheTokensAlone) {
+  std::mt19937 rng = testRng();
+  std::uniform_int_distribution<int> level(0, 40);
+  for (const auto& [experts, k] : {std::pair{256, 8}, std::pair{384, 8}, std::pair{512, 10}}) {
+    const int32_t tokens = 2 * 1024 + 37;
+    std::vector<float> x = mixedBatch(tokens, experts, rng);
+    for (int32_t t = 3; t < tokens; t += 7) {  // a few levels: exact ties at the k-th slot
+      for (int32_t e = 0; e < experts; ++e) x[size_t(t) * experts + e] = float(level(rng) / 8);
+    }
+    const Routed batch = routeOrDie(*router_, tokens, experts, k, x, 1);
+    for (int32_t t = 0; t < tokens; ++t) {
+      const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
+      const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
+      const size_t at = size_t(t) * k;
+      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + at))
+          << "E=" << experts << " k=" << k << " t=" << t;
+      ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k)))
+          << "E=" << experts << " k=" << k << " t=" << t;
     }
   }
 }

@@ -82,6 +82,22 @@ struct Shape {
   bool top2Sum;
 };
 
+// Sigmoid routing of shape `s` with `bias` (empty: none), scaled by 2.5.
+moe::detail::FamilyParams sigmoidParams(const Shape& s, const std::vector<float>& bias,
+                                        bool renormalize) {
+  moe::detail::FamilyParams p;
+  p.experts = s.experts;
+  p.k = s.k;
+  p.sigmoid = true;
+  p.bias = bias.empty() ? nullptr : bias.data();
+  p.groups = s.groups;
+  p.topkGroups = s.topkGroups;
+  p.top2Sum = s.groups > 1 && s.top2Sum;
+  p.renormalize = renormalize;
+  p.scale = 2.5f;
+  return p;
+}
+
 // Rows that make the screen work: spread or clustered logits, exact and near ties, values
 // where the sigmoid is 1 in binary32, a few infinities and NaNs.
 std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) {
@@ -155,20 +171,30 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
           // Two experts with equal biases and an exact tie of keys possible.
           bias[1] = bias[0];
         }
-        moe::detail::FamilyParams p;
-        p.experts = s.experts;
-        p.k = s.k;
-        p.sigmoid = true;
-        p.bias = bias.empty() ? nullptr : bias.data();
-        p.groups = s.groups;
-        p.topkGroups = s.topkGroups;
-        p.top2Sum = s.groups > 1 && s.top2Sum;
-        p.renormalize = renormalize;
-        p.scale = 2.5f;
+        const moe::detail::FamilyParams p = sigmoidParams(s, bias, renormalize);
         ASSERT_TRUE(ScreenedEqualsExact(p, hardRows(rng, tokens, s.experts), tokens))
             << "E=" << s.experts << " k=" << s.k << " G=" << s.groups << " bias " << biasScale;
       }
     }
+  }
+}
+
+// Batches of at least 1,024 rows of E >= 256 are taken in strided runs, lane t of a group on
+// row t * 64 of its run (ForEachLaneGroup in impl/src/lane_network-inl.h): two runs and a
+// tail, with the hard rows' hand-backs (ties, NaN, infinities) landing in strided groups,
+// must still equal the exact rows token by token.
+TEST(ScreenedRows, StridedRunsEqualTheExactRowsBitForBit) {
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
+  const Shape shapes[] = {{256, 8, 8, 4, true}, {384, 8, 1, 1, false}, {512, 8, 16, 4, true}};
+  const int32_t tokens = 2 * 1024 + 37;
+  for (const Shape& s : shapes) {
+    std::uniform_real_distribution<float> b(-0.1f, 0.1f);
+    std::vector<float> bias(size_t(s.experts));
+    for (auto& v : bias) v = b(rng);
+    const moe::detail::FamilyParams p = sigmoidParams(s, bias, true);
+    ASSERT_TRUE(ScreenedEqualsExact(p, hardRows(rng, tokens, s.experts), tokens))
+        << "E=" << s.experts << " k=" << s.k << " G=" << s.groups;
   }
 }
 
