@@ -123,12 +123,12 @@ TEST_P(RouterInvariance, TokenGroupsAreBitwiseTheTokensAlone) {
 // out token by token as each token alone.
 TEST_P(RouterInvariance, StridedRunsAreBitwiseTheTokensAlone) {
   std::mt19937 rng = testRng();
-  std::uniform_int_distribution<int> level(0, 40);
+  std::uniform_int_distribution<int> level(0, 5);
   for (const auto& [experts, k] : {std::pair{256, 8}, std::pair{384, 8}, std::pair{512, 10}}) {
     const int32_t tokens = 2 * 1024 + 37;
     std::vector<float> x = mixedBatch(tokens, experts, rng);
     for (int32_t t = 3; t < tokens; t += 7) {  // a few levels: exact ties at the k-th slot
-      for (int32_t e = 0; e < experts; ++e) x[size_t(t) * experts + e] = float(level(rng) / 8);
+      for (int32_t e = 0; e < experts; ++e) x[size_t(t) * experts + e] = float(level(rng));
     }
     const Routed batch = routeOrDie(*router_, tokens, experts, k, x, 1);
     for (int32_t t = 0; t < tokens; ++t) {
