@@ -120,7 +120,7 @@ TEST_P(RouterInvariance, TokenGroupsAreBitwiseTheTokensAlone) {
 // From 1,024 rows of E >= 256 the AVX-512 lane network takes strided runs, lane t of a
 // group on row t * 64 of its run (ForEachLaneGroup in impl/src/lane_network-inl.h): two
 // runs and a tail of tie-heavy rows, whose hand-backs come from strided groups, must come
-// out token by token as each token alone.
+// out token by token as each token alone, and the same with two workers.
 TEST_P(RouterInvariance, StridedRunsAreBitwiseTheTokensAlone) {
   std::mt19937 rng = testRng();
   std::uniform_int_distribution<int> level(0, 5);
@@ -131,6 +131,10 @@ TEST_P(RouterInvariance, StridedRunsAreBitwiseTheTokensAlone) {
       for (int32_t e = 0; e < experts; ++e) x[size_t(t) * experts + e] = float(level(rng));
     }
     const Routed batch = routeOrDie(*router_, tokens, experts, k, x, 1);
+    // Two workers: each chunk of about 1,042 rows starts its own run mid-batch.
+    const Routed halves = routeOrDie(*router_, tokens, experts, k, x, 2);
+    ASSERT_EQ(batch.ids, halves.ids) << "E=" << experts << " k=" << k;
+    ASSERT_TRUE(sameBits(batch.gates.data(), halves.gates.data(), batch.gates.size()));
     for (int32_t t = 0; t < tokens; ++t) {
       const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
       const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
