@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -24,6 +25,24 @@ bool sameBits(const float* a, const float* b, size_t n) {
 
 class RouterInvariance : public JudgedRouterTest {
  protected:
+  // Token t of `x` (rows of `experts`), routed alone.
+  Routed routeAlone(int32_t t, int32_t experts, int32_t k, const std::vector<float>& x) const {
+    const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
+    return routeOrDie(*router_, 1, experts, k, row, 1);
+  }
+
+  // Whether `alone`'s k slots are `batch`'s from slot `at` on, ids and gate bits.
+  static testing::AssertionResult sameSlots(const Routed& alone, const Routed& batch, size_t at) {
+    const size_t k = alone.ids.size();
+    if (!std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + ptrdiff_t(at))) {
+      return testing::AssertionFailure() << "ids differ from slot " << at;
+    }
+    if (!sameBits(alone.gates.data(), &batch.gates[at], k)) {
+      return testing::AssertionFailure() << "gate bits differ from slot " << at;
+    }
+    return testing::AssertionSuccess();
+  }
+
   // Mixed rows: gaussian logits, some exact ties, masked experts and non-finite rows.
   static std::vector<float> mixedBatch(int32_t tokens, int32_t experts, std::mt19937& rng) {
     std::normal_distribution<float> logit(0.0f, 4.0f);
@@ -69,13 +88,9 @@ TEST_P(RouterInvariance, EachTokenRoutesAloneAsInItsBatch) {
     }
     const Routed rev = routeOrDie(*router_, tokens, experts, k, reversed, 2);
     for (int32_t t = 0; t < tokens; ++t) {
-      const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
-      const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
-      const size_t at = size_t(t) * k, revAt = size_t(tokens - 1 - t) * k;
-      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + at));
-      ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k))) << "t=" << t;
-      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), rev.ids.begin() + revAt));
-      ASSERT_TRUE(sameBits(alone.gates.data(), &rev.gates[revAt], size_t(k))) << "t=" << t;
+      const Routed alone = routeAlone(t, experts, k, x);
+      ASSERT_TRUE(sameSlots(alone, batch, size_t(t) * k)) << "t=" << t;
+      ASSERT_TRUE(sameSlots(alone, rev, size_t(tokens - 1 - t) * k)) << "t=" << t;
     }
   }
 }
@@ -107,10 +122,7 @@ TEST_P(RouterInvariance, TokenGroupsAreBitwiseTheTokensAlone) {
       for (int32_t t = 0; t < tokens; ++t) {
         SCOPED_TRACE(testing::Message() << "E=" << experts << " k=" << k << " t=" << t);
         const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
-        const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
-        const size_t at = size_t(t) * k;
-        ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + at));
-        ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k)));
+        ASSERT_TRUE(sameSlots(routeAlone(t, experts, k, x), batch, size_t(t) * k));
         ASSERT_ROUTE_MATCH_EXACTLY(*judged_, routeCase(1, experts, k, row));
       }
     }
@@ -136,12 +148,7 @@ TEST_P(RouterInvariance, StridedRunsAreBitwiseTheTokensAlone) {
     ASSERT_EQ(batch.ids, halves.ids) << "E=" << experts << " k=" << k;
     ASSERT_TRUE(sameBits(batch.gates.data(), halves.gates.data(), batch.gates.size()));
     for (int32_t t = 0; t < tokens; ++t) {
-      const std::vector<float> row(&x[size_t(t) * experts], &x[size_t(t + 1) * experts]);
-      const Routed alone = routeOrDie(*router_, 1, experts, k, row, 1);
-      const size_t at = size_t(t) * k;
-      ASSERT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), batch.ids.begin() + at))
-          << "E=" << experts << " k=" << k << " t=" << t;
-      ASSERT_TRUE(sameBits(alone.gates.data(), &batch.gates[at], size_t(k)))
+      ASSERT_TRUE(sameSlots(routeAlone(t, experts, k, x), batch, size_t(t) * k))
           << "E=" << experts << " k=" << k << " t=" << t;
     }
   }
