@@ -184,7 +184,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     for (int t = 0; t < G; ++t) {
       const float* at = rowAt(t) + 16 * b;
       // The line this lane reads a group later (the network's prefetch).
-      PrefetchRowLine(at, sizeof(float) * (kStep == 1 ? G : 1) * uint64_t(n));
+      PrefetchRowLine(at, NextGroupRowBytes<kStep>(n));
       const __m512 c = _mm512_add_ps(SigmoidEstimate(_mm512_loadu_ps(at)), bias);
       block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
     }

@@ -101,6 +101,13 @@ HWY_INLINE void ForEachLaneGroup(int64_t rows, bool strided, Fn group) {
   for (; t0 < rows; t0 += kNetworkGroup) group(t0, std::integral_constant<int, 1>());
 }
 
+// Bytes from a lane's row to the row it reads a group later (ForEachLaneGroup): 16 rows
+// on, or in a strided run the next row. The kernels prefetch that far ahead.
+template <int kStep>
+constexpr uint64_t NextGroupRowBytes(int32_t experts) {
+  return sizeof(float) * uint64_t{kStep == 1 ? kNetworkGroup : 1} * uint64_t(experts);
+}
+
 // The network keeps the 8 best up to kk = 8, else the 16 best. Keeping 16 takes about
 // three times the comparators a block; it runs where the per-token kernels are slowest
 // (E > 256, where their threshold passes too many candidates for kk > 8).
@@ -347,7 +354,7 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // token out of L3 and L2).
   const auto loadBlock = [&](int t, int b) {
     const float* row = x + int64_t{std::min(t, rows - 1)} * kStep * experts;  // padding: the last
-    PrefetchRowLine(row + 16 * b, sizeof(float) * (kStep == 1 ? G : 1) * uint64_t(experts));
+    PrefetchRowLine(row + 16 * b, NextGroupRowBytes<kStep>(experts));
     return 16 * (b + 1) <= experts
                ? _mm512_loadu_ps(row + 16 * b)
                : _mm512_mask_loadu_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
@@ -452,11 +459,14 @@ HWY_INLINE uint32_t LaneNetworkGroup(const float* x, int32_t rows, int32_t exper
   // token). As for the rows, past the end does not fault; addresses formed as integers.
   // Only for consecutive rows: a strided group writes one row of each lane's stream, and
   // the next group the rows just after them, lines its own stores have mostly brought in.
-  const uint64_t groupBytes = sizeof(float) * G * uint64_t(k);
-  for (uint64_t at = groupBytes; kStep == 1 && at < 2 * groupBytes; at += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(ids) + at), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(gates) + at),
-                 _MM_HINT_T0);
+  if constexpr (kStep == 1) {
+    const uint64_t groupBytes = sizeof(float) * G * uint64_t(k);
+    for (uint64_t at = groupBytes; at < 2 * groupBytes; at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(ids) + at),
+                   _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(gates) + at),
+                   _MM_HINT_T0);
+    }
   }
   if constexpr (K == 8) {
     // Back to rows: row t's gates in lanes 0..7, its ids in lanes 8..15.
