@@ -485,6 +485,7 @@ HWY_INLINE void SmallRowsGroups(const float* logits, int64_t rows, int32_t exper
     for (int g = 0; g < groups; ++g) {
       const int64_t t0 = r0 + int64_t{g} * G;
       const int32_t group = rowsOf(g);
+      PrefetchSmallRowsAhead<KK, kPairs>(logits, experts, ids, gates, t0);
       left[g] = group == G ? SmallRowsGroup<KK, kPairs, kProbs, true>(
                                  logits + t0 * experts, group, experts, ids + t0 * KK,
                                  gates + t0 * KK, differences + g * G)
