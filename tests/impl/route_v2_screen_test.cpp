@@ -157,6 +157,7 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
       {128, 1, 1, 1, false}, {32, 4, 1, 1, false},  {32, 8, 2, 1, true},   {64, 6, 4, 2, true},
       {64, 3, 4, 1, false},  {512, 8, 16, 4, true}, {1024, 8, 8, 2, true}, {256, 2, 16, 16, true},
       {128, 8, 8, 1, true},  {48, 5, 3, 2, true},   {96, 8, 2, 2, false},  {256, 12, 8, 4, true},
+      {256, 1, 8, 4, true},  {64, 1, 4, 1, false},  {32, 1, 1, 1, false},  {1024, 1, 8, 2, true},
   };
   const float biasScales[] = {0.0f, 0.1f, 3.0f, 1e4f};
   const int32_t tokens = 257;
@@ -186,7 +187,8 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
 TEST(ScreenedRows, StridedRunsEqualTheExactRowsBitForBit) {
   if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
   std::mt19937 rng = testRng();
-  const Shape shapes[] = {{256, 8, 8, 4, true}, {384, 8, 1, 1, false}, {512, 8, 16, 4, true}};
+  const Shape shapes[] = {
+      {256, 8, 8, 4, true}, {384, 8, 1, 1, false}, {512, 8, 16, 4, true}, {256, 1, 1, 1, false}};
   const int32_t tokens = 2 * 1024 + 37;
   for (const Shape& s : shapes) {
     std::uniform_real_distribution<float> b(-0.1f, 0.1f);
