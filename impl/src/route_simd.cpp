@@ -474,7 +474,12 @@ template <int KK, bool kPairs, bool kProbs>
 HWY_INLINE void SmallRowsGroups(const float* logits, int64_t rows, int32_t experts, int32_t* ids,
                                 float* gates, Scratch& scratch) {
   constexpr int G = kNetworkGroup;
-  constexpr int kRun = 64;  // groups: 4 KiB of differences, in L1
+  // Groups a run: the gates pass follows the selection 8 groups behind. Runs of 64 (Zen 5's
+  // choice) left the stores of a run's gates to come all at once; on the Intel Xeon of
+  // docs/impl.md (T = 65,536, E = 8, k = 2, three interleaved runs) 8 routes 526-531 M
+  // tokens/s where 64 routed 466-486 and 16 491-510 (probabilities: 496-504, 446-461,
+  // 465-476); with the rows in L1 the three are alike.
+  constexpr int kRun = 8;
   alignas(64) float differences[kRun * G];
   uint32_t left[kRun];
   for (int64_t r0 = 0; r0 < rows; r0 += int64_t{kRun} * G) {
