@@ -508,9 +508,10 @@ struct RowsSetup {
   // large bias makes the screen coarse: past 1/64 it would seldom decide, so it is off.
   void setUpScreen(const FamilyParams& p) {
     // Below two vectors the exact rows are as fast (measured at E = 16). The argmax (k = 1)
-    // was once left to them too, SelectFast's one pass being as fast as the per-token
-    // screen; the token-parallel kernel (lane_family-inl.h) is not: Llama 4's E = 128,
-    // k = 1 from 145 to 45 ns a token (an Intel Xeon, one core, T = 65,536).
+    // was once left to them too, the per-token screen having measured no faster at Llama
+    // 4's E = 128; the token-parallel kernel (lane_family-inl.h) is, 145 -> 45 ns a token
+    // there, and past its 512 experts the per-token screen is too (E = 1,024: 843-1,009 ->
+    // 424-427 ns; an Intel Xeon, one core, T = 65,536 and 8,192).
     if (!p.sigmoid || p.experts < 32 || p.experts % 16 != 0 || p.experts / 16 > kMaxVectors ||
         kk < 1 || 2 * kk > 16) {
       return;
