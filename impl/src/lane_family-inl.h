@@ -14,7 +14,8 @@
 // estimates' error cannot cross: |c~ - c| <= delta (the screen's bound) plus the code
 // bits' 2^-15 relative; a group score's error is at most twice that plus the sums'
 // roundings. The kept experts, and kept groups too close to call, are confirmed on exact
-// keys against the best left out's estimate (one error, not two). With the kept set
+// keys against the best left out's estimate (one error, not two); kept groups closer
+// still, against an exact upper bound of the best group left out. With the kept set
 // exact, the kept experts' exact sigmoid (the exact path's own function, given as
 // `exactSigmoid`), their keys c = s + b, their order by the spec's beats (a sort on
 // (c, id)) and the gates (s over the kept s summed in index order, times the scale) are
@@ -56,6 +57,7 @@ struct LaneFamily {
   bool top2 = false, renormalize = false;
   float scale = 1.0f;
   const float* bias = nullptr;
+  float keyError = 0.0f;      // delta: |c~ - c| at most this
   float expertMargin = 0.0f;  // least kept exact key minus the next estimate: above it, exact
   float groupMargin = 0.0f;   // topk_groups-th group score minus the next: likewise
   // The least kept group's exact lower bound minus the next group score: above it, exact.
@@ -93,6 +95,7 @@ struct LaneFamily {
     // The kept experts' exact keys against the top of the first left out's tie zone, whose
     // exact key is at most delta above it: delta itself, a float, so that a rounded
     // difference above it is a real one above it (rounding is monotone).
+    keyError = delta;
     expertMargin = delta;
     // Group scores compared with a rounded difference: a little more than twice the errors.
     groupMargin = static_cast<float>(2.0 * perGroup * (1.0 + 0x1p-20) + std::ldexp(2.0 * top, -22));
@@ -273,6 +276,43 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         }
         close &= _mm512_cmp_ps_mask(_mm512_sub_ps(leastKept, sorted[t]),
                                     _mm512_set1_ps(f.groupConfirmMargin), _CMP_NGT_UQ);
+        if (close != 0) {
+          // Still too close: the best group left out bounded above on exact keys too.
+          // Its best two estimated experts' exact keys a >= b, and every other expert's at
+          // most U, the top of its third key's tie zone plus delta (its second's for the
+          // max), rounded up: its top two are at most (max(a, U), max(b, U)), and its
+          // score at most the spec's score of those. The groups after it keep the
+          // estimate's bound.
+          const __m512i at =
+              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[t]), 7), lane);
+          const auto listed = [&](int s) {
+            return _mm512_i32gather_ps(_mm512_add_epi32(at, _mm512_set1_epi32(16 * s)), listFloats,
+                                       4);
+          };
+          const __m512i best0 = Keys::Ids(listed(0));
+          __m512 a = exactKey(best0, exactScore(best0));
+          __m512 b = a;  // unread for the max
+          if (f.top2) {
+            const __m512i best1 = Keys::Ids(listed(1));
+            b = exactKey(best1, exactScore(best1));
+            const __m512 high = _mm512_max_ps(a, b);
+            b = _mm512_min_ps(a, b);
+            a = high;
+          }
+          // ZoneTop + delta in float is within half an ulp of the real sum (exact when the
+          // two nearly cancel): |u| 2^-20 more covers it.
+          const __m512 u =
+              _mm512_add_ps(Keys::ZoneTop(listed(f.top2 ? 2 : 1)), _mm512_set1_ps(f.keyError));
+          const __m512 bound =
+              _mm512_add_ps(u, _mm512_mul_ps(_mm512_abs_ps(u), _mm512_set1_ps(0x1p-20f)));
+          const __m512 leftOut = GroupScoreOf(f, _mm512_max_ps(a, bound), _mm512_max_ps(b, bound));
+          __mmask16 decided = _mm512_cmp_ps_mask(leastKept, leftOut, _CMP_GT_OQ);
+          if (t + 1 < kLaneFamilyMaxGroups) {
+            decided &= _mm512_cmp_ps_mask(_mm512_sub_ps(leastKept, sorted[t + 1]),
+                                          _mm512_set1_ps(f.groupConfirmMargin), _CMP_GT_OQ);
+          }
+          close &= ~decided;
+        }
       }
       groupsUnknown |= close;
       left |= groupsUnknown;

@@ -6,6 +6,7 @@
 // too close to call, large biases, infinities, NaN). Seeds: MOE_TEST_SEED when set.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -212,16 +213,7 @@ TEST(ScreenedRows, TiedKeptKeysGoToTheLowerIndexWhateverTheirSign) {
   const int32_t tokens = 64;
   for (const float biasValue : {-2.0f, 0.0f, 0.5f}) {
     const std::vector<float> bias(size_t(experts), biasValue);
-    moe::detail::FamilyParams p;
-    p.experts = experts;
-    p.k = k;
-    p.sigmoid = true;
-    p.bias = bias.data();
-    p.groups = 8;
-    p.topkGroups = 4;
-    p.top2Sum = true;
-    p.renormalize = true;
-    p.scale = 2.5f;
+    const moe::detail::FamilyParams p = sigmoidParams({experts, k, 8, 4, true}, bias, true);
     std::uniform_real_distribution<float> low(-6.0f, -4.0f);
     std::uniform_int_distribution<int32_t> inGroup(0, 31);
     std::vector<float> x(size_t(tokens) * experts);
@@ -238,6 +230,62 @@ TEST(ScreenedRows, TiedKeptKeysGoToTheLowerIndexWhateverTheirSign) {
       }
     }
     ASSERT_TRUE(ScreenedEqualsExact(p, x, tokens)) << "bias " << biasValue;
+  }
+}
+
+// Groups whose scores tie within the estimates' error (DeepSeek-V3's shape): three groups
+// clearly ahead, and for the fourth place a group A of two experts against a group B of
+// three whose second and third keys nearly tie, so that B's exact top two may not be its
+// estimated top two. The keys are placed in the key space (x = logit(c - b)) and jittered
+// at scales around the estimates' error. The kernel decides such rows on exact bounds
+// (the kept groups' best two exact keys, the best group left out's from above) and must
+// agree with the exact rows; a bound that forgot the unlisted experts' error, or one that
+// ignored them, keeps the wrong group.
+TEST(ScreenedRows, CloseGroupsDecidedOnExactBoundsEqualTheExactRows) {
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
+  const int32_t experts = 256;
+  const int32_t groupSize = 32;
+  const int32_t tokens = 4096;
+  std::uniform_real_distribution<float> biasOf(-0.1f, 0.1f);
+  std::vector<float> bias(static_cast<size_t>(experts));
+  for (auto& v : bias) v = biasOf(rng);
+  std::uniform_real_distribution<float> low(-6.0f, -4.0f);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int32_t> inGroup(0, groupSize - 1);
+  const double scales[] = {1e-6, 1e-5, 4e-5, 1e-4};
+  for (const bool top2 : {true, false}) {
+    const moe::detail::FamilyParams p = sigmoidParams({experts, 8, 8, 4, top2}, bias, true);
+    std::vector<float> x(size_t(tokens) * experts);
+    for (int32_t t = 0; t < tokens; ++t) {
+      float* row = x.data() + size_t(t) * experts;
+      for (int32_t e = 0; e < experts; ++e) row[e] = low(rng);
+      std::vector<int32_t> order{0, 1, 2, 3, 4, 5, 6, 7};
+      std::shuffle(order.begin(), order.end(), rng);
+      const double jitter = scales[t % 4];
+      std::vector<int32_t> used;
+      // Expert `e` of group `g` (distinct within the row) at key c, jittered.
+      const auto place = [&](int32_t g, double c) {
+        int32_t e = 0;
+        do {
+          e = g * groupSize + inGroup(rng);
+        } while (std::find(used.begin(), used.end(), e) != used.end());
+        used.push_back(e);
+        const double s = c + jitter * unit(rng) - double(bias[size_t(e)]);
+        row[e] = static_cast<float>(std::log(s / (1.0 - s)));
+      };
+      for (int32_t r = 0; r < 3; ++r) {
+        place(order[r], 0.95 - 0.02 * r);
+        place(order[r], 0.90 - 0.02 * r);
+      }
+      // A: 0.80 + 0.70; B: 0.78 + (0.72 twice). With the max, A's 0.80 against B's 0.80.
+      place(order[3], 0.80);
+      place(order[3], 0.70);
+      place(order[4], top2 ? 0.78 : 0.80);
+      place(order[4], 0.72);
+      place(order[4], 0.72);
+    }
+    ASSERT_TRUE(ScreenedEqualsExact(p, x, tokens)) << (top2 ? "top-2 sum" : "max");
   }
 }
 
