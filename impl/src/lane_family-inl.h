@@ -19,8 +19,9 @@
 // exact, the kept experts' exact sigmoid (the exact path's own function, given as
 // `exactSigmoid`), their keys c = s + b, their order by the spec's beats (a sort on
 // (c, id)) and the gates (s over the kept s summed in index order, times the scale) are
-// the exact path's, bit for bit. NaN logits (a NaN estimate: FLT_MAX's key) and undecided
-// rows go back to the caller, with what the kernel found of them (LaneFamilyLeft).
+// the exact path's, bit for bit. Rows with a NaN logit (a NaN estimate, which the network's
+// comparisons report by the invalid flag: InvalidFlagScope) and undecided rows go back
+// to the caller, with what the kernel found of them (LaneFamilyLeft).
 #if defined(MOE_IMPL_LANE_FAMILY_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MOE_IMPL_LANE_FAMILY_INL_H_
 #undef MOE_IMPL_LANE_FAMILY_INL_H_
@@ -148,6 +149,54 @@ HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB)
   sB = _mm512_mask_blend_ps(swap, sB, oldA);
 }
 
+// The invalid-operation flag of MXCSR as the kernel's NaN detector. VMAXPS and VMINPS
+// raise it for any NaN operand, quiet ones included (Intel SDM, MAXPS: "Invalid
+// (including QNaN Source Operand)"), and no other operation of the block loop raises it
+// but on a NaN estimate (VREDUCEPS of an infinite t), so a network of them reports a NaN
+// key in any lane for nothing, where mapping each key to a number first (FiniteForKeys)
+// took one operation in 26 of a row vector. Through asm with a memory clobber: the
+// network's results are stored to its lists before the flag is read.
+inline constexpr uint32_t kMxcsrInvalid = 1u << 0;      // the sticky flag
+inline constexpr uint32_t kMxcsrInvalidMask = 1u << 7;  // its exception masked
+inline constexpr uint32_t kMxcsrFlags = 0x3Fu;
+HWY_INLINE uint32_t ReadMxcsr() {
+  uint32_t value;
+  asm volatile("stmxcsr %0" : "=m"(value) : : "memory");
+  return value;
+}
+HWY_INLINE void WriteMxcsr(uint32_t value) {
+  asm volatile("ldmxcsr %0" : : "m"(value) : "memory");
+}
+
+// For the kernel's calls: the invalid exception masked (a NaN logit must not trap) and its
+// flag clear; on exit the caller's control bits back, with its flags and every flag
+// raised meanwhile (those the kernel cleared included).
+class InvalidFlagScope {
+ public:
+  InvalidFlagScope() : caller_(ReadMxcsr()) {
+    WriteMxcsr((caller_ | kMxcsrInvalidMask) & ~kMxcsrInvalid);
+  }
+  ~InvalidFlagScope() {
+    const uint32_t flags = (caller_ | raised_ | ReadMxcsr()) & kMxcsrFlags;
+    WriteMxcsr((caller_ & ~kMxcsrFlags) | flags);
+  }
+  InvalidFlagScope(const InvalidFlagScope&) = delete;
+  InvalidFlagScope& operator=(const InvalidFlagScope&) = delete;
+  // Clears the flag if raised (remembering it): the kernel's next read then sees only its
+  // own block loop.
+  void Clear() {
+    const uint32_t now = ReadMxcsr();
+    if ((now & kMxcsrInvalid) != 0) {
+      raised_ |= kMxcsrInvalid;
+      WriteMxcsr(now & ~kMxcsrInvalid);
+    }
+  }
+
+ private:
+  uint32_t caller_;
+  uint32_t raised_ = 0;
+};
+
 // What a group of rows hands back to the exact path, and what it knows of them.
 struct LaneFamilyLeft {
   uint32_t rows = 0;  // bit i: lane i's row
@@ -159,6 +208,9 @@ struct LaneFamilyLeft {
   // the kk-th key's tie zone), the per-token screen's threshold.
   __mmask16 keptGroup[kLaneFamilyMaxGroups];
   HWY_ALIGN float floor[16];
+  // Whether the invalid flag may be raised now (a NaN key, or rows handed back): the
+  // caller clears it before the next group (InvalidFlagScope::Clear).
+  bool invalidRaised = false;
 };
 
 // Routes `rows` (<= 16) rows, lane t on row t * kStep of `x` (ForEachLaneGroup); what it
@@ -179,7 +231,9 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * kStep * n; };
 
   // Every group's best 8 estimated keys (sorted) and the best key it drops.
-  // No bias adds +0: an estimate is never -0, so that changes no key.
+  // No bias adds +0: an estimate is never -0, so that changes no key. An estimate is in
+  // [0, 1] or a NaN, and a bias finite (the screen is off otherwise), so a key is a finite
+  // number or a NaN, which the invalid flag reports after the loop.
   for (int32_t b = 0, g = 0, inGroup = 0; b < f.blocks; ++b) {
     const __m512 bias = f.bias != nullptr ? _mm512_loadu_ps(f.bias + 16 * b) : _mm512_setzero_ps();
     __m512 block[16];
@@ -189,7 +243,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
       // The line this lane reads a group later (the network's prefetch).
       PrefetchRowLine(at, NextGroupRowBytes<kStep>(n));
       const __m512 c = _mm512_add_ps(SigmoidEstimate(_mm512_loadu_ps(at)), bias);
-      block[t] = Keys::OfRowVector(FiniteForKeys(c), static_cast<int>(b));
+      block[t] = Keys::OfRowVector(c, static_cast<int>(b));
     }
     GatherRowsToLanes(block);
     const __m512 dropped = SortBlock<8>(block);
@@ -219,11 +273,32 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     return f.bias != nullptr ? _mm512_add_ps(score, _mm512_i32gather_ps(id, f.bias, 4)) : score;
   };
 
-  // A NaN logit (a NaN estimate) makes a key FLT_MAX's: the exact path writes the row.
+  // A NaN logit (or one past the estimate's range) makes a NaN key, and the network
+  // raises the invalid flag: the rows with one are found again (their estimates summed)
+  // and go to the exact path; their lanes' lists, which NaN comparisons left anything in,
+  // become keys of real experts (the code of list place s in each group), so that every
+  // id read below is one.
   const int32_t groups = f.groups > 1 ? f.groups : 1;
-  __m512 best = lists[0];
-  for (int32_t g = 1; g < groups; ++g) best = _mm512_max_ps(best, lists[8 * g]);
-  __mmask16 left = Keys::AtFloatMax(best);
+  __mmask16 left = 0;
+  if ((ReadMxcsr() & kMxcsrInvalid) != 0) {
+    handedBack.invalidRaised = true;
+    for (int t = 0; t < G; ++t) {
+      __m512 sum = _mm512_setzero_ps();
+      for (int32_t b = 0; b < f.blocks; ++b) {
+        sum = _mm512_add_ps(sum, SigmoidEstimate(_mm512_loadu_ps(rowAt(t) + 16 * b)));
+      }
+      if (_mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q) != 0) left |= static_cast<__mmask16>(1u << t);
+    }
+    const int32_t size = f.experts / groups;
+    for (int32_t g = 0; g < groups; ++g) {
+      for (int s = 0; s < 8; ++s) {
+        const int32_t code = Keys::kCodeMask - (g * size + s);
+        lists[8 * g + s] = _mm512_mask_mov_ps(lists[8 * g + s], left,
+                                              _mm512_castsi512_ps(_mm512_set1_epi32(code)));
+      }
+      drops[g] = _mm512_mask_mov_ps(drops[g], left, _mm512_setzero_ps());
+    }
+  }
   __mmask16 groupsUnknown = left;
 
   // The kept groups: group keys (score, code 15 - g) sorted; the topk_groups-th must beat

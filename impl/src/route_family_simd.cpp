@@ -897,11 +897,14 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
   LaneFamilyLeft left;
   const auto exactSigmoid = [d](__m512 x) { return Sigmoid(d, V{x}).raw; };
   const int32_t n = p.experts;
+  InvalidFlagScope invalidFlag;
   // Rows of whole blocks (LaneFamily::setUp), in strided runs from kLaneStepMinExperts on.
   ForEachLaneGroup(rows, n >= kLaneStepMinExperts, [&](int64_t t0, auto step) {
     constexpr int kStep = decltype(step)::value;
     const auto group = static_cast<int32_t>(std::min<int64_t>(kNetworkGroup, rows - t0));
     const float* x0 = logits + t0 * n;
+    if (left.invalidRaised) invalidFlag.Clear();
+    left.invalidRaised = false;
     // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
     if (group == kNetworkGroup && n == 256) {
       LaneFamilyGroup<256, 8, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
@@ -931,6 +934,7 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
                       ScreenCount(d, setup, scratch, screened);
       }
       FinishScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
+      left.invalidRaised = true;  // the exact steps may meet the row's NaN
     }
   });
 }

@@ -5,6 +5,9 @@
 // every score exact, bit for bit, whatever the row (near-ties, saturated sigmoids, groups
 // too close to call, large biases, infinities, NaN). Seeds: MOE_TEST_SEED when set.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <bit>
@@ -274,9 +277,10 @@ TEST(ScreenedRows, CloseGroupsDecidedOnExactBoundsEqualTheExactRows) {
         const double s = c + jitter * unit(rng) - double(bias[size_t(e)]);
         row[e] = static_cast<float>(std::log(s / (1.0 - s)));
       };
+      // Keys below 0.9 and biases within 0.1 keep every s = c - b inside (0, 1).
       for (int32_t r = 0; r < 3; ++r) {
-        place(order[r], 0.95 - 0.02 * r);
-        place(order[r], 0.90 - 0.02 * r);
+        place(order[r], 0.88 - 0.01 * r);
+        place(order[r], 0.85 - 0.01 * r);
       }
       // A: 0.80 + 0.70; B: 0.78 + (0.72 twice). With the max, A's 0.80 against B's 0.80.
       place(order[3], 0.80);
@@ -286,6 +290,103 @@ TEST(ScreenedRows, CloseGroupsDecidedOnExactBoundsEqualTheExactRows) {
       place(order[4], 0.72);
     }
     ASSERT_TRUE(ScreenedEqualsExact(p, x, tokens)) << (top2 ? "top-2 sum" : "max");
+  }
+}
+
+// The token-parallel kernel finds NaN keys by the invalid flag of MXCSR, which its
+// comparisons raise (lane_family-inl.h, InvalidFlagScope). A caller's floating-point state
+// must come back as it was, with the flags raised meanwhile: a caller who unmasked the
+// invalid exception gets no trap from a NaN logit, and a flag the caller had set before
+// the call is still set after it (the kernel clears the flag for its own reads).
+TEST(ScreenedRows, NaNRowsLeaveTheCallersFloatingPointStateAsItWas) {
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
+  const Shape deepSeek{256, 8, 8, 4, true};
+  std::uniform_real_distribution<float> b(-0.1f, 0.1f);
+  std::vector<float> bias(static_cast<size_t>(deepSeek.experts));
+  for (auto& v : bias) v = b(rng);
+  const moe::detail::FamilyParams p = sigmoidParams(deepSeek, bias, true);
+  const int32_t tokens = 64;
+  std::vector<float> x = hardRows(rng, tokens, deepSeek.experts);
+  x[size_t(37) * 256 + 5] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<int32_t> want(size_t(tokens) * p.k), ids(want.size());
+  std::vector<float> wantGates(want.size()), gates(want.size());
+  moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
+
+  constexpr uint32_t kInvalidFlag = 1u << 0, kInvalidMask = 1u << 7, kFlags = 0x3Fu;
+  const uint32_t saved = _mm_getcsr();
+  // Invalid unmasked, flags clear: a NaN that reached a comparison unmasked would trap.
+  const uint32_t unmasked = (saved & ~kFlags) & ~kInvalidMask;
+  _mm_setcsr(unmasked);
+  moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
+  const uint32_t afterNaN = _mm_getcsr();
+  // A flag set before the call, on rows with no NaN.
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> clean(size_t(16) * 256);
+  for (auto& v : clean) v = normal(rng);
+  std::vector<int32_t> cleanIds(size_t(16) * p.k);
+  std::vector<float> cleanGates(cleanIds.size());
+  _mm_setcsr(saved | kInvalidFlag);
+  moe::detail::avx512FamilyRows(p, clean.data(), 16, cleanIds.data(), cleanGates.data());
+  const uint32_t afterClean = _mm_getcsr();
+  _mm_setcsr(saved);
+
+  EXPECT_EQ(afterNaN & ~kFlags, unmasked) << "control bits changed";
+  EXPECT_NE(afterNaN & kInvalidFlag, 0u) << "the NaN's invalid flag was not given back";
+  EXPECT_NE(afterClean & kInvalidFlag, 0u) << "the caller's invalid flag was cleared";
+  EXPECT_EQ(afterClean & ~kFlags, saved & ~kFlags);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(ids[i], want[i]) << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k);
+    ASSERT_EQ(std::bit_cast<uint32_t>(gates[i]), std::bit_cast<uint32_t>(wantGates[i]))
+        << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k);
+  }
+}
+
+// Rows with a NaN logit leave the token-parallel kernel's comparisons with anything in
+// their lanes; the ids it then gathers by must still be experts of the row. Logits and
+// biases end where an inaccessible page begins, so that a gather past a row's end or the
+// bias's faults, with E = 32 (ids of the padding reach 255) and groups.
+TEST(ScreenedRows, NaNRowsReadNothingPastTheirRows) {
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (const Shape& s : {Shape{32, 4, 1, 1, false}, Shape{64, 6, 4, 2, true}}) {
+    const int32_t tokens = 16;
+    const size_t logitBytes = size_t(tokens) * size_t(s.experts) * sizeof(float);
+    const size_t biasBytes = size_t(s.experts) * sizeof(float);
+    const size_t span = 4 * page;  // logits' page, bias's page, a guard after each
+    void* base = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(base, MAP_FAILED);
+    auto* bytes = static_cast<char*>(base);
+    ASSERT_EQ(mprotect(bytes + page, page, PROT_NONE), 0);
+    ASSERT_EQ(mprotect(bytes + 3 * page, page, PROT_NONE), 0);
+    auto* x = reinterpret_cast<float*>(bytes + page - logitBytes);
+    auto* bias = reinterpret_cast<float*>(bytes + 3 * page - biasBytes);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::uniform_int_distribution<int32_t> pick(0, s.experts - 1);
+    for (int32_t e = 0; e < s.experts; ++e) bias[e] = 0.05f * normal(rng);
+    for (size_t i = 0; i < size_t(tokens) * size_t(s.experts); ++i) x[i] = normal(rng);
+    // Odd rows with NaNs in about a quarter of their places; every place of the last
+    // row and of every fourth (no group kept on NaN comparisons: padding ids).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int32_t t = 1; t < tokens; t += 2) {
+      float* row = x + size_t(t) * size_t(s.experts);
+      if (t % 4 == 1 || t == tokens - 1) {
+        std::fill(row, row + s.experts, nan);
+        continue;
+      }
+      for (int32_t i = 0; i < s.experts / 4; ++i) row[pick(rng)] = nan;
+    }
+    const std::vector<float> biasCopy(bias, bias + s.experts);
+    const std::vector<float> rows(x, x + size_t(tokens) * size_t(s.experts));
+    moe::detail::FamilyParams p = sigmoidParams(s, biasCopy, true);
+    p.bias = bias;
+    std::vector<int32_t> ids(size_t(tokens) * size_t(s.k));
+    std::vector<float> gates(ids.size());
+    moe::detail::avx512FamilyRows(p, x, tokens, ids.data(), gates.data());
+    munmap(base, span);
+    p.bias = biasCopy.data();
+    EXPECT_TRUE(ScreenedEqualsExact(p, rows, tokens)) << "E=" << s.experts;
   }
 }
 
