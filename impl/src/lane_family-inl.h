@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "invalid_flag.hpp"
 #include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
 #include "order_keys-inl.h"
@@ -149,54 +150,6 @@ HWY_INLINE void ExchangeById(__m512i& idA, __m512& sA, __m512i& idB, __m512& sB)
   sB = _mm512_mask_blend_ps(swap, sB, oldA);
 }
 
-// The invalid-operation flag of MXCSR as the kernel's NaN detector. VMAXPS and VMINPS
-// raise it for any NaN operand, quiet ones included (Intel SDM, MAXPS: "Invalid
-// (including QNaN Source Operand)"), and no other operation of the block loop raises it
-// but on a NaN estimate (VREDUCEPS of an infinite t), so a network of them reports a NaN
-// key in any lane for nothing, where mapping each key to a number first (FiniteForKeys)
-// took one operation in 26 of a row vector. Through asm with a memory clobber: the
-// network's results are stored to its lists before the flag is read.
-inline constexpr uint32_t kMxcsrInvalid = 1u << 0;      // the sticky flag
-inline constexpr uint32_t kMxcsrInvalidMask = 1u << 7;  // its exception masked
-inline constexpr uint32_t kMxcsrFlags = 0x3Fu;
-HWY_INLINE uint32_t ReadMxcsr() {
-  uint32_t value;
-  asm volatile("stmxcsr %0" : "=m"(value) : : "memory");
-  return value;
-}
-HWY_INLINE void WriteMxcsr(uint32_t value) {
-  asm volatile("ldmxcsr %0" : : "m"(value) : "memory");
-}
-
-// For the kernel's calls: the invalid exception masked (a NaN logit must not trap) and its
-// flag clear; on exit the caller's control bits back, with its flags and every flag
-// raised meanwhile (those the kernel cleared included).
-class InvalidFlagScope {
- public:
-  InvalidFlagScope() : caller_(ReadMxcsr()) {
-    WriteMxcsr((caller_ | kMxcsrInvalidMask) & ~kMxcsrInvalid);
-  }
-  ~InvalidFlagScope() {
-    const uint32_t flags = (caller_ | raised_ | ReadMxcsr()) & kMxcsrFlags;
-    WriteMxcsr((caller_ & ~kMxcsrFlags) | flags);
-  }
-  InvalidFlagScope(const InvalidFlagScope&) = delete;
-  InvalidFlagScope& operator=(const InvalidFlagScope&) = delete;
-  // Clears the flag if raised (remembering it): the kernel's next read then sees only its
-  // own block loop.
-  void Clear() {
-    const uint32_t now = ReadMxcsr();
-    if ((now & kMxcsrInvalid) != 0) {
-      raised_ |= kMxcsrInvalid;
-      WriteMxcsr(now & ~kMxcsrInvalid);
-    }
-  }
-
- private:
-  uint32_t caller_;
-  uint32_t raised_ = 0;
-};
-
 // What a group of rows hands back to the exact path, and what it knows of them.
 struct LaneFamilyLeft {
   uint32_t rows = 0;  // bit i: lane i's row
@@ -280,7 +233,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   // id read below is one.
   const int32_t groups = f.groups > 1 ? f.groups : 1;
   __mmask16 left = 0;
-  if ((ReadMxcsr() & kMxcsrInvalid) != 0) {
+  if (InvalidFlagScope::Raised()) {
     handedBack.invalidRaised = true;
     for (int t = 0; t < G; ++t) {
       __m512 sum = _mm512_setzero_ps();
