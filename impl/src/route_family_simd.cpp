@@ -916,6 +916,7 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
       LaneFamilyGroup<0, 9, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
                                    lists, drops, left);
     }
+    left.invalidRaised |= left.rows != 0;  // the exact steps may meet a row's NaN
     for (uint32_t rest = left.rows; rest != 0; rest &= rest - 1) {
       const int32_t i = __builtin_ctz(rest);
       const int64_t t = t0 + int64_t{i} * kStep;
@@ -934,7 +935,6 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
                       ScreenCount(d, setup, scratch, screened);
       }
       FinishScreened(d, p, setup, x, scratch, screened, rowIds, rowGates);
-      left.invalidRaised = true;  // the exact steps may meet the row's NaN
     }
   });
 }

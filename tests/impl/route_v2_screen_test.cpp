@@ -133,24 +133,31 @@ std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) 
   return x;
 }
 
-// The screened rows (and the token-parallel kernel) against the exact rows, bit for bit;
-// on failure the first slot that differs.
+// Routed rows against the exact rows', bit for bit; on failure the first slot that
+// differs.
+testing::AssertionResult SameRows(int32_t k, const std::vector<int32_t>& ids,
+                                  const std::vector<float>& gates, const std::vector<int32_t>& want,
+                                  const std::vector<float>& wantGates) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != want[i] ||
+        std::bit_cast<uint32_t>(gates[i]) != std::bit_cast<uint32_t>(wantGates[i])) {
+      return testing::AssertionFailure()
+             << "token " << i / size_t(k) << " slot " << i % size_t(k) << ": id " << ids[i]
+             << " gate " << gates[i] << ", the exact rows' id " << want[i] << " gate "
+             << wantGates[i];
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+// The screened rows (and the token-parallel kernel) against the exact rows, bit for bit.
 testing::AssertionResult ScreenedEqualsExact(const moe::detail::FamilyParams& p,
                                              const std::vector<float>& x, int32_t tokens) {
   std::vector<int32_t> ids(size_t(tokens) * p.k, -7), want(ids.size(), -9);
   std::vector<float> gates(ids.size(), -7), wantGates(ids.size(), -9);
   moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
   moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] != want[i] ||
-        std::bit_cast<uint32_t>(gates[i]) != std::bit_cast<uint32_t>(wantGates[i])) {
-      return testing::AssertionFailure()
-             << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k) << ": id " << ids[i]
-             << " gate " << gates[i] << ", the exact rows' id " << want[i] << " gate "
-             << wantGates[i];
-    }
-  }
-  return testing::AssertionSuccess();
+  return SameRows(p.k, ids, gates, want, wantGates);
 }
 
 TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
@@ -335,11 +342,7 @@ TEST(ScreenedRows, NaNRowsLeaveTheCallersFloatingPointStateAsItWas) {
   EXPECT_NE(afterNaN & kInvalidFlag, 0u) << "the NaN's invalid flag was not given back";
   EXPECT_NE(afterClean & kInvalidFlag, 0u) << "the caller's invalid flag was cleared";
   EXPECT_EQ(afterClean & ~kFlags, saved & ~kFlags);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ASSERT_EQ(ids[i], want[i]) << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k);
-    ASSERT_EQ(std::bit_cast<uint32_t>(gates[i]), std::bit_cast<uint32_t>(wantGates[i]))
-        << "token " << i / size_t(p.k) << " slot " << i % size_t(p.k);
-  }
+  EXPECT_TRUE(SameRows(p.k, ids, gates, want, wantGates));
 }
 
 // Rows with a NaN logit leave the token-parallel kernel's comparisons with anything in
