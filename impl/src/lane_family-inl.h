@@ -6,7 +6,8 @@
 //
 // Sixteen tokens at a time, one per lane. Per 16-expert block: each row's estimated keys
 // c~ = s~ + b (order keys: the expert in the low 8 bits), moved to lanes and sorted to the
-// block's best 8; a group's blocks are merged into its best 8 and the best key it drops.
+// block's best 8; a group's blocks are merged into its best 8 and the best key it drops
+// (its best 4, when the kept groups are many enough: LaneFamily::shortLists).
 // The group scores come from those lists (the best, or best + second), the kept groups
 // from a sort of the group scores, and the kept experts from merging the kept groups'
 // lists (others masked to -inf). Both decisions are taken on estimates, so the kernel
@@ -57,6 +58,11 @@ struct LaneFamily {
   int32_t experts = 0, k = 0, kk = 0, groups = 1, topkGroups = 1, blocks = 0, groupBlocks = 0;
   int codeBits = 8;  // the expert's code in a key: 8 bits up to 256 experts, else 9
   bool top2 = false, renormalize = false;
+  // Groups keep lists of their best 4, not 8: when kk is at most twice topk_groups
+  // (DeepSeek-V3: 8 of 4 groups). A row whose kept experts take 5 or more from one group
+  // is then handed back (that group's 5th key, the best it drops, beats the kk-th); about
+  // 1.8% of the benchmark's rows, where lists of 4 take a third fewer min/max a block.
+  bool shortLists = false;
   float scale = 1.0f;
   const float* bias = nullptr;
   float keyError = 0.0f;      // delta: |c~ - c| at most this
@@ -83,6 +89,7 @@ struct LaneFamily {
     blocks = p.experts / 16;
     groupBlocks = p.groupSize() / 16;
     top2 = p.top2Sum;
+    shortLists = groups > 1 && kk <= 2 * topkGroups;
     renormalize = p.renormalize;
     scale = p.scale;
     bias = p.bias;
@@ -168,10 +175,11 @@ struct LaneFamilyLeft {
 
 // Routes `rows` (<= 16) rows, lane t on row t * kStep of `x` (ForEachLaneGroup); what it
 // hands back goes to `handedBack`.
-// lists: room for 8 vectors a group, drops: one a group. kExperts: E when it is known
-// here (16 rows of it: every load at a constant offset, as the lane network's kFull,
-// where computing 16 row addresses a block was a fifth of the instructions), else 0.
-template <int kExperts, int kCodeBits, int kStep, class ExactSigmoid>
+// lists: room for 8 vectors a group, of which a group's list takes kList (8, or 4 with
+// LaneFamily::shortLists); drops: one a group. kExperts: E when it is known here (16 rows
+// of it: every load at a constant offset, as the lane network's kFull, where computing 16
+// row addresses a block was a fifth of the instructions), else 0.
+template <int kExperts, int kCodeBits, int kStep, int kList, class ExactSigmoid>
 HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t rows, int32_t* ids,
                                 float* gates, ExactSigmoid exactSigmoid, __m512* lists,
                                 __m512* drops, LaneFamilyLeft& handedBack) {
@@ -181,9 +189,10 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   if constexpr (kExperts != 0) rows = G;
   const int32_t n = kExperts != 0 ? kExperts : f.experts;
   const float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr int kListShift = kList == 8 ? 7 : 6;  // floats a group's list takes, log 2
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * kStep * n; };
 
-  // Every group's best 8 estimated keys (sorted) and the best key it drops.
+  // Every group's best kList estimated keys (sorted) and the best key it drops.
   // No bias adds +0: an estimate is never -0, so that changes no key. An estimate is in
   // [0, 1] or a NaN, and a bias finite (the screen is off otherwise), so a key is a finite
   // number or a NaN, which the invalid flag reports after the loop.
@@ -199,14 +208,14 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
       block[t] = Keys::OfRowVector(c, static_cast<int>(b));
     }
     GatherRowsToLanes(block);
-    const __m512 dropped = SortBlock<8>(block);
-    __m512* list = lists + 8 * g;
+    const __m512 dropped = SortBlock<kList>(block);
+    __m512* list = lists + kList * g;
     if (inGroup == 0) {
 #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) list[s] = block[s];
+      for (int s = 0; s < kList; ++s) list[s] = block[s];
       drops[g] = dropped;
     } else {
-      drops[g] = _mm512_max_ps(_mm512_max_ps(drops[g], dropped), MergeBest<8>(list, block));
+      drops[g] = _mm512_max_ps(_mm512_max_ps(drops[g], dropped), MergeBest<kList>(list, block));
     }
     if (++inGroup == f.groupBlocks) {
       inGroup = 0;
@@ -244,10 +253,10 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     }
     const int32_t size = f.experts / groups;
     for (int32_t g = 0; g < groups; ++g) {
-      for (int s = 0; s < 8; ++s) {
+      for (int s = 0; s < kList; ++s) {
         const int32_t code = Keys::kCodeMask - (g * size + s);
-        lists[8 * g + s] = _mm512_mask_mov_ps(lists[8 * g + s], left,
-                                              _mm512_castsi512_ps(_mm512_set1_epi32(code)));
+        lists[kList * g + s] = _mm512_mask_mov_ps(lists[kList * g + s], left,
+                                                  _mm512_castsi512_ps(_mm512_set1_epi32(code)));
       }
       drops[g] = _mm512_mask_mov_ps(drops[g], left, _mm512_setzero_ps());
     }
@@ -264,7 +273,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         groupKey[g] = _mm512_set1_ps(kNegInf);
         continue;
       }
-      const __m512 score = GroupScoreOf(f, lists[8 * g], lists[8 * g + 1]);
+      const __m512 score = GroupScoreOf(f, lists[kList * g], lists[kList * g + 1]);
       groupKey[g] = SelectBits(_mm512_castps_si512(score), _mm512_set1_epi32(~GroupKeys::kCodeMask),
                                _mm512_set1_epi32(GroupKeys::kCodeMask - g));
     }
@@ -289,9 +298,9 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
         __m512 leastKept = _mm512_set1_ps(std::numeric_limits<float>::infinity());
         const auto listFloats = reinterpret_cast<const float*>(lists);
         for (int32_t r = 0; r < t; ++r) {
-          // Lane l of lists[8 g + s] is float (8 g + s) * 16 + l of the lists.
+          // Lane l of lists[kList g + s] is float (kList g + s) * 16 + l of the lists.
           const __m512i at =
-              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[r]), 7), lane);
+              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[r]), kListShift), lane);
           const __m512i best0 = Keys::Ids(_mm512_i32gather_ps(at, listFloats, 4));
           const __m512 first = exactKey(best0, exactScore(best0));
           __m512 second = first;  // unread for the max
@@ -312,7 +321,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
           // score at most the spec's score of those. The groups after it keep the
           // estimate's bound.
           const __m512i at =
-              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[t]), 7), lane);
+              _mm512_add_epi32(_mm512_slli_epi32(GroupKeys::Ids(sorted[t]), kListShift), lane);
           const auto listed = [&](int s) {
             return _mm512_i32gather_ps(_mm512_add_epi32(at, _mm512_set1_epi32(16 * s)), listFloats,
                                        4);
@@ -363,7 +372,9 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     __m512 list[8];
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) {
-      list[s] = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], lists[8 * g + s]);
+      list[s] = s < kList ? _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g],
+                                               lists[kList * g + s])
+                          : _mm512_set1_ps(kNegInf);
     }
     others =
         _mm512_max_ps(others, _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], drops[g]));

@@ -263,6 +263,38 @@ HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
   return x[8];
 }
 
+// Knuth's 5-comparator network for 4 (as kSortEightPairs).
+inline constexpr int kSortFourPairs[5][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}};
+
+// a = the 4 best of the sorted a and b, sorted; returns the 5th best. Batcher's odd-even
+// merge of two lists of 4 (9 comparators) pruned to the five outputs read: 8 comparators,
+// 13 min/max.
+HWY_INLINE __m512 MergeBestFour(__m512* a, const __m512* b) {
+  // Positions 0..3 hold a, 4..7 b, as MergeBestEight.
+  struct Step {
+    int high;
+    int low;
+    bool keepLow;
+  };
+  static constexpr Step kSteps[8] = {{0, 4, true},  {2, 6, false}, {2, 4, true}, {1, 5, true},
+                                     {3, 7, false}, {3, 5, false}, {1, 2, true}, {3, 4, true}};
+  __m512 x[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    x[i] = a[i];
+    x[4 + i] = b[i];
+  }
+#pragma GCC unroll 8
+  for (const Step& step : kSteps) {
+    const __m512 high = _mm512_max_ps(x[step.high], x[step.low]);
+    if (step.keepLow) x[step.low] = _mm512_min_ps(x[step.high], x[step.low]);
+    x[step.high] = high;
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) a[i] = x[i];
+  return x[4];
+}
+
 // Sorts a bitonic sequence of N key vectors lane-wise, largest first: half-cleaners of
 // N, N / 2, ..., 2 (Batcher's bitonic merge).
 template <int N>
@@ -306,12 +338,24 @@ HWY_INLINE __m512 MergeBestSixteen(__m512* a, const __m512* b) {
 // sorted; returns the best of its other keys (-inf when K = 16: none).
 template <int K>
 HWY_INLINE __m512 SortBlock(__m512 (&block)[16]) {
-  if constexpr (K == 8) {
+  if constexpr (K == 4) {
+    // Four sorted quarters, merged in pairs and the pairs merged.
+#pragma GCC unroll 4
+    for (int q = 0; q < 16; q += 4) {
+#pragma GCC unroll 5
+      for (const auto& pair : kSortFourPairs) Exchange(block[q + pair[0]], block[q + pair[1]]);
+    }
+    const __m512 low = MergeBestFour(block, block + 4);
+    const __m512 high = MergeBestFour(block + 8, block + 12);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) block[4 + i] = block[8 + i];
+    return _mm512_max_ps(_mm512_max_ps(low, high), MergeBestFour(block, block + 4));
+  } else if constexpr (K == 8) {
     SortEight(block);
     SortEight(block + 8);
     return MergeBestEight(block, block + 8);
   } else {
-    static_assert(K == 16, "the network keeps 8 or 16");
+    static_assert(K == 16, "the network keeps 4, 8 or 16");
     SortSixteen(block);
     return _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   }
@@ -320,7 +364,9 @@ HWY_INLINE __m512 SortBlock(__m512 (&block)[16]) {
 // key = the K best of the sorted key and block (both K long); returns the best dropped.
 template <int K>
 HWY_INLINE __m512 MergeBest(__m512* key, const __m512* block) {
-  if constexpr (K == 8) {
+  if constexpr (K == 4) {
+    return MergeBestFour(key, block);
+  } else if constexpr (K == 8) {
     return MergeBestEight(key, block);
   } else {
     return MergeBestSixteen(key, block);

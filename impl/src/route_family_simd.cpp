@@ -906,15 +906,18 @@ HWY_NOINLINE void LaneFamilyRows(D d, const FamilyParams& p, const RowsSetup& se
     if (left.invalidRaised) invalidFlag.Clear();
     left.invalidRaised = false;
     // DeepSeek-V3's E = 256 with its row offsets known to the compiler.
-    if (group == kNetworkGroup && n == 256) {
-      LaneFamilyGroup<256, 8, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
-                                     lists, drops, left);
+    if (group == kNetworkGroup && n == 256 && f.shortLists) {
+      LaneFamilyGroup<256, 8, kStep, 4>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k,
+                                        exactSigmoid, lists, drops, left);
+    } else if (group == kNetworkGroup && n == 256) {
+      LaneFamilyGroup<256, 8, kStep, 8>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k,
+                                        exactSigmoid, lists, drops, left);
     } else if (f.codeBits == 8) {
-      LaneFamilyGroup<0, 8, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
-                                   lists, drops, left);
+      LaneFamilyGroup<0, 8, kStep, 8>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
+                                      lists, drops, left);
     } else {
-      LaneFamilyGroup<0, 9, kStep>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
-                                   lists, drops, left);
+      LaneFamilyGroup<0, 9, kStep, 8>(f, x0, group, ids + t0 * p.k, gates + t0 * p.k, exactSigmoid,
+                                      lists, drops, left);
     }
     left.invalidRaised |= left.rows != 0;  // the exact steps may meet a row's NaN
     for (uint32_t rest = left.rows; rest != 0; rest &= rest - 1) {

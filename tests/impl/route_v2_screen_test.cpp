@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -297,6 +298,59 @@ TEST(ScreenedRows, CloseGroupsDecidedOnExactBoundsEqualTheExactRows) {
       place(order[4], 0.72);
     }
     ASSERT_TRUE(ScreenedEqualsExact(p, x, tokens)) << (top2 ? "top-2 sum" : "max");
+  }
+}
+
+// DeepSeek-V3's groups keep lists of their best 4 estimated keys (LaneFamily::shortLists
+// in impl/src/lane_family-inl.h): a row that keeps 5 or more experts of one group must be
+// found by that group's 5th key, the best it drops, and go to the exact steps. Rows with m
+// (4..8) high logits in one group, at random places in the group, in one of its blocks or
+// in half a block, so that the 5th lands in any quarter of either block, and in strided
+// runs as well as single groups; the exact rows must indeed keep 5 or more of one group in
+// many of them.
+TEST(ScreenedRows, RowsKeepingFiveOfOneGroupEqualTheExactRows) {
+  if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
+  std::mt19937 rng = testRng();
+  const int32_t experts = 256;
+  const int32_t groupSize = 32;
+  const int32_t k = 8;
+  const int32_t tokens = 2 * 1024 + 16;
+  std::uniform_real_distribution<float> biasOf(-0.1f, 0.1f);
+  std::vector<float> bias(static_cast<size_t>(experts));
+  for (auto& v : bias) v = biasOf(rng);
+  std::normal_distribution<float> logit(0.0f, 1.5f);
+  std::uniform_real_distribution<float> high(6.0f, 9.0f);
+  std::uniform_int_distribution<int32_t> groupOf(0, 7);
+  std::uniform_int_distribution<int32_t> many(4, 8);
+  for (const bool top2 : {true, false}) {
+    const moe::detail::FamilyParams p = sigmoidParams({experts, k, 8, 4, top2}, bias, true);
+    std::vector<float> x(size_t(tokens) * experts);
+    for (int32_t t = 0; t < tokens; ++t) {
+      float* row = x.data() + size_t(t) * experts;
+      for (int32_t e = 0; e < experts; ++e) row[e] = logit(rng);
+      // Anywhere in the group, in one of its blocks, or in one half of a block (whose
+      // quarters the network merges first).
+      const int32_t span = t % 3 == 0 ? groupSize : t % 3 == 1 ? 16 : 8;
+      std::vector<int32_t> places(static_cast<size_t>(span));
+      std::iota(places.begin(), places.end(),
+                groupOf(rng) * groupSize +
+                    span * std::uniform_int_distribution<int32_t>(0, groupSize / span - 1)(rng));
+      std::shuffle(places.begin(), places.end(), rng);
+      const int32_t m = many(rng);
+      for (int32_t i = 0; i < m; ++i) row[places[size_t(i)]] = high(rng);
+    }
+    std::vector<int32_t> ids(size_t(tokens) * k), want(ids.size());
+    std::vector<float> gates(ids.size()), wantGates(ids.size());
+    moe::detail::avx512FamilyRows(p, x.data(), tokens, ids.data(), gates.data());
+    moe::detail::avx512FamilyRowsUnscreened(p, x.data(), tokens, want.data(), wantGates.data());
+    int32_t rowsKeepingFive = 0;
+    for (int32_t t = 0; t < tokens; ++t) {
+      int32_t fromGroup[8] = {};
+      for (int32_t s = 0; s < k; ++s) ++fromGroup[want[size_t(t) * k + s] / groupSize];
+      if (*std::max_element(fromGroup, fromGroup + 8) >= 5) ++rowsKeepingFive;
+    }
+    EXPECT_GE(rowsKeepingFive, tokens / 4) << "too few rows keep five of one group to test";
+    ASSERT_TRUE(SameRows(k, ids, gates, want, wantGates)) << (top2 ? "top-2 sum" : "max");
   }
 }
 
