@@ -365,25 +365,55 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   }
 
   // The kept experts: the kept groups' lists merged (the others' keys -inf).
+  const auto keptList = [&](int32_t g, int s) {
+    return _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], lists[kList * g + s]);
+  };
   __m512 key[8];
   __m512 others = _mm512_set1_ps(kNegInf);
-  bool first = true;
   for (int32_t g = 0; g < groups; ++g) {
-    __m512 list[8];
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      list[s] = s < kList ? _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g],
-                                               lists[kList * g + s])
-                          : _mm512_set1_ps(kNegInf);
-    }
     others =
         _mm512_max_ps(others, _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), keptGroup[g], drops[g]));
-    if (first) {
+  }
+  if constexpr (kList == 4) {
+    // Lists of 4 merged whole in pairs of groups (kMergeFourPairs), then the pairs' lists
+    // of 8 as a tree: at DeepSeek-V3's 8 groups 4 x 18 + 3 x 33 min/max, three merges
+    // deep, where merging each group's list into the best 8 took 7 x 33, seven deep.
+    __m512 merged[kLaneFamilyMaxGroups / 2][8];
+    int32_t m = 0;
+    for (int32_t g = 0; g < groups; g += 2, ++m) {
+      __m512* x = merged[m];
+#pragma GCC unroll 4
+      for (int s = 0; s < 4; ++s) {
+        x[s] = keptList(g, s);
+        x[4 + s] = g + 1 < groups ? keptList(g + 1, s) : _mm512_set1_ps(kNegInf);
+      }
+#pragma GCC unroll 9
+      for (const auto& pair : kMergeFourPairs) Exchange(x[pair[0]], x[pair[1]]);
+    }
+    for (; m > 1; m = (m + 1) / 2) {
+      for (int32_t i = 0; 2 * i < m; ++i) {
+        if (2 * i + 1 < m) {
+          others = _mm512_max_ps(others, MergeBest<8>(merged[2 * i], merged[2 * i + 1]));
+        }
+        if (i > 0) {
 #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) key[s] = list[s];
-      first = false;
-    } else {
-      others = _mm512_max_ps(others, MergeBest<8>(key, list));
+          for (int s = 0; s < 8; ++s) merged[i][s] = merged[2 * i][s];
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) key[s] = merged[0][s];
+  } else {
+    for (int32_t g = 0; g < groups; ++g) {
+      __m512 list[8];
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) list[s] = keptList(g, s);
+      if (g == 0) {
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) key[s] = list[s];
+      } else {
+        others = _mm512_max_ps(others, MergeBest<8>(key, list));
+      }
     }
   }
   const int32_t kk = f.kk;

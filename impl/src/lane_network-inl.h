@@ -266,6 +266,11 @@ HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
 // Knuth's 5-comparator network for 4 (as kSortEightPairs).
 inline constexpr int kSortFourPairs[5][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}};
 
+// Batcher's odd-even merge of two sorted lists of 4 (positions 0..3 and 4..7) into one
+// of 8, as index pairs.
+inline constexpr int kMergeFourPairs[9][2] = {{0, 4}, {2, 6}, {2, 4}, {1, 5}, {3, 7},
+                                              {3, 5}, {1, 2}, {3, 4}, {5, 6}};
+
 // a = the 4 best of the sorted a and b, sorted; returns the 5th best. Batcher's odd-even
 // merge of two lists of 4 (9 comparators) pruned to the five outputs read: 8 comparators,
 // 13 min/max.
