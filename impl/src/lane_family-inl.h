@@ -470,9 +470,23 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
     }
     __m512 total = _mm512_setzero_ps();
     for (int32_t s = 0; s < kk; ++s) total = _mm512_add_ps(total, sById[s]);
+    // One division for 1 / total and the quotients from it (DivideWithReciprocal), the
+    // division's own when operands and quotients are normal: with every kept s at least
+    // 2^-100 (s / total at least 2^-103); else the divisions.
+    __m512 least = sById[0];
+    for (int32_t s = 1; s < kk; ++s) least = _mm512_min_ps(least, sById[s]);
+    if (_mm512_cmp_ps_mask(least, _mm512_set1_ps(0x1p-100f), _CMP_NLT_UQ) == 0xFFFF) {
+      const __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), total);
 #pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      gate[s] = _mm512_mul_ps(_mm512_div_ps(kept[s].score, total), _mm512_set1_ps(f.scale));
+      for (int s = 0; s < 8; ++s) {
+        gate[s] = _mm512_mul_ps(DivideWithReciprocal(kept[s].score, total, inverse),
+                                _mm512_set1_ps(f.scale));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+        gate[s] = _mm512_mul_ps(_mm512_div_ps(kept[s].score, total), _mm512_set1_ps(f.scale));
+      }
     }
   } else {
 #pragma GCC unroll 8

@@ -104,10 +104,11 @@ moe::detail::FamilyParams sigmoidParams(const Shape& s, const std::vector<float>
 }
 
 // Rows that make the screen work: spread or clustered logits, exact and near ties, values
-// where the sigmoid is 1 in binary32, a few infinities and NaNs.
+// where the sigmoid is 1 in binary32, or subnormal or 0 (logits below -87), a few
+// infinities and NaNs.
 std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) {
   std::vector<float> x(size_t(tokens) * experts);
-  std::uniform_int_distribution<int> kind(0, 7);
+  std::uniform_int_distribution<int> kind(0, 8);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> pick(0, experts - 1);
   for (int32_t t = 0; t < tokens; ++t) {
@@ -130,6 +131,9 @@ std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) 
     if (how == 5) row[pick(rng)] = std::numeric_limits<float>::infinity();
     if (how == 6) row[pick(rng)] = -std::numeric_limits<float>::infinity();
     if (how == 7 && t % 5 == 0) row[pick(rng)] = std::numeric_limits<float>::quiet_NaN();
+    if (how == 8) {  // far below 0: sigmoids subnormal, or 0 below about -103.3
+      for (int32_t e = 0; e < experts; ++e) row[e] = -95.0f + 5.0f * row[e];
+    }
   }
   return x;
 }
