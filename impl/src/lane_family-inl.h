@@ -58,10 +58,11 @@ struct LaneFamily {
   int32_t experts = 0, k = 0, kk = 0, groups = 1, topkGroups = 1, blocks = 0, groupBlocks = 0;
   int codeBits = 8;  // the expert's code in a key: 8 bits up to 256 experts, else 9
   bool top2 = false, renormalize = false;
-  // Groups keep lists of their best 4, not 8: when kk is at most twice topk_groups
-  // (DeepSeek-V3: 8 of 4 groups). A row whose kept experts take 5 or more from one group
-  // is then handed back (that group's 5th key, the best it drops, beats the kk-th): about
-  // 1.2% of the benchmark's rows more, where lists of 4 take a third fewer min/max a block.
+  // Groups keep lists of their best 4, not 8, when kk is at most twice topk_groups
+  // (DeepSeek-V3: 8 of 4 groups), in the instantiation for E = 256 (LaneFamilyRows; other
+  // E keep lists of 8). A row whose kept experts take 5 or more from one group is then
+  // handed back (that group's 5th key, the best it drops, beats the kk-th): about 1.2% of
+  // the benchmark's rows more, where lists of 4 take a third fewer min/max a block.
   bool shortLists = false;
   float scale = 1.0f;
   const float* bias = nullptr;
