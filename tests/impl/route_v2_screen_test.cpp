@@ -131,7 +131,7 @@ std::vector<float> hardRows(std::mt19937& rng, int32_t tokens, int32_t experts) 
     if (how == 5) row[pick(rng)] = std::numeric_limits<float>::infinity();
     if (how == 6) row[pick(rng)] = -std::numeric_limits<float>::infinity();
     if (how == 7 && t % 5 == 0) row[pick(rng)] = std::numeric_limits<float>::quiet_NaN();
-    if (how == 8) {  // far below 0: sigmoids subnormal, or 0 below about -103.3
+    if (how == 8) {  // far below 0: sigmoids subnormal, or 0 below about -104
       for (int32_t e = 0; e < experts; ++e) row[e] = -95.0f + 5.0f * row[e];
     }
   }
