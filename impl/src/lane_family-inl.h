@@ -33,6 +33,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -190,7 +191,7 @@ HWY_INLINE void LaneFamilyGroup(const LaneFamily& f, const float* x, int32_t row
   if constexpr (kExperts != 0) rows = G;
   const int32_t n = kExperts != 0 ? kExperts : f.experts;
   const float kNegInf = -std::numeric_limits<float>::infinity();
-  constexpr int kListShift = kList == 8 ? 7 : 6;  // floats a group's list takes, log 2
+  constexpr int kListShift = std::countr_zero(16u * kList);  // floats a group's list takes, log 2
   const auto rowAt = [&](int t) { return x + int64_t{std::min(t, rows - 1)} * kStep * n; };
 
   // Every group's best kList estimated keys (sorted) and the best key it drops.

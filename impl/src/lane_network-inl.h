@@ -33,6 +33,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -229,38 +230,48 @@ HWY_INLINE void SortEight(__m512* x) {
   for (const auto& pair : kSortEightPairs) Exchange(x[pair[0]], x[pair[1]]);
 }
 
-// a = the 8 best of the sorted a and b, sorted; returns the 9th best, the best of the
-// other 8. Batcher's odd-even merge of the two lists (25 comparators), pruned to the nine
-// outputs read: 20 comparators, 33 min/max, where the bitonic merge with a max over what
-// it drops took 47 (E = 64, k = 8: 20.6 -> 19.6 ns a token).
-HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
-  // Positions 0..7 hold a, 8..15 b. Each step leaves the larger at `high` and, where a
-  // later step or the output reads it, the smaller at `low`.
-  struct Step {
-    int high;
-    int low;
-    bool keepLow;
-  };
-  static constexpr Step kSteps[20] = {{0, 8, true},   {4, 12, false}, {4, 8, true}, {2, 10, true},
-                                      {6, 14, false}, {6, 10, false}, {2, 4, true}, {6, 8, true},
-                                      {1, 9, true},   {5, 13, false}, {5, 9, true}, {3, 11, true},
-                                      {7, 15, false}, {7, 11, false}, {3, 5, true}, {7, 9, false},
-                                      {1, 2, true},   {3, 4, true},   {5, 6, true}, {7, 8, true}};
-  __m512 x[16];
+// One comparator of a merging network pruned to the outputs read: the larger goes to
+// `high` and, where a later step or the output reads it, the smaller to `low`.
+struct PrunedStep {
+  int high;
+  int low;
+  bool keepLow;
+};
+
+// a = the N best of the sorted a and b (both N long), sorted; returns the (N + 1)-th best,
+// the best of the others. Positions 0..N-1 hold a, N..2N-1 b; `steps` is a merging network
+// of them pruned to the N + 1 outputs read.
+template <int N, size_t kStepCount>
+HWY_INLINE __m512 MergeBestPruned(__m512* a, const __m512* b,
+                                  const PrunedStep (&steps)[kStepCount]) {
+  __m512 x[2 * N];
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < N; ++i) {
     x[i] = a[i];
-    x[8 + i] = b[i];
+    x[N + i] = b[i];
   }
 #pragma GCC unroll 20
-  for (const Step& step : kSteps) {
+  for (const PrunedStep& step : steps) {
     const __m512 high = _mm512_max_ps(x[step.high], x[step.low]);
     if (step.keepLow) x[step.low] = _mm512_min_ps(x[step.high], x[step.low]);
     x[step.high] = high;
   }
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) a[i] = x[i];
-  return x[8];
+  for (int i = 0; i < N; ++i) a[i] = x[i];
+  return x[N];
+}
+
+// a = the 8 best of the sorted a and b, sorted; returns the 9th best, the best of the
+// other 8. Batcher's odd-even merge of the two lists (25 comparators), pruned to the nine
+// outputs read: 20 comparators, 33 min/max, where the bitonic merge with a max over what
+// it drops took 47 (E = 64, k = 8: 20.6 -> 19.6 ns a token).
+HWY_INLINE __m512 MergeBestEight(__m512* a, const __m512* b) {
+  static constexpr PrunedStep kSteps[20] = {
+      {0, 8, true},   {4, 12, false}, {4, 8, true},   {2, 10, true},  {6, 14, false},
+      {6, 10, false}, {2, 4, true},   {6, 8, true},   {1, 9, true},   {5, 13, false},
+      {5, 9, true},   {3, 11, true},  {7, 15, false}, {7, 11, false}, {3, 5, true},
+      {7, 9, false},  {1, 2, true},   {3, 4, true},   {5, 6, true},   {7, 8, true}};
+  return MergeBestPruned<8>(a, b, kSteps);
 }
 
 // Knuth's 5-comparator network for 4 (as kSortEightPairs).
@@ -271,33 +282,13 @@ inline constexpr int kSortFourPairs[5][2] = {{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1,
 inline constexpr int kMergeFourPairs[9][2] = {{0, 4}, {2, 6}, {2, 4}, {1, 5}, {3, 7},
                                               {3, 5}, {1, 2}, {3, 4}, {5, 6}};
 
-// a = the 4 best of the sorted a and b, sorted; returns the 5th best. Batcher's odd-even
-// merge of two lists of 4 (9 comparators) pruned to the five outputs read: 8 comparators,
-// 13 min/max.
+// a = the 4 best of the sorted a and b, sorted; returns the 5th best. kMergeFourPairs
+// pruned to the five outputs read: 8 comparators, 13 min/max.
 HWY_INLINE __m512 MergeBestFour(__m512* a, const __m512* b) {
-  // Positions 0..3 hold a, 4..7 b, as MergeBestEight.
-  struct Step {
-    int high;
-    int low;
-    bool keepLow;
-  };
-  static constexpr Step kSteps[8] = {{0, 4, true},  {2, 6, false}, {2, 4, true}, {1, 5, true},
-                                     {3, 7, false}, {3, 5, false}, {1, 2, true}, {3, 4, true}};
-  __m512 x[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    x[i] = a[i];
-    x[4 + i] = b[i];
-  }
-#pragma GCC unroll 8
-  for (const Step& step : kSteps) {
-    const __m512 high = _mm512_max_ps(x[step.high], x[step.low]);
-    if (step.keepLow) x[step.low] = _mm512_min_ps(x[step.high], x[step.low]);
-    x[step.high] = high;
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) a[i] = x[i];
-  return x[4];
+  static constexpr PrunedStep kSteps[8] = {{0, 4, true}, {2, 6, false}, {2, 4, true},
+                                           {1, 5, true}, {3, 7, false}, {3, 5, false},
+                                           {1, 2, true}, {3, 4, true}};
+  return MergeBestPruned<4>(a, b, kSteps);
 }
 
 // Sorts a bitonic sequence of N key vectors lane-wise, largest first: half-cleaners of
