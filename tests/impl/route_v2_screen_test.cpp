@@ -103,6 +103,14 @@ moe::detail::FamilyParams sigmoidParams(const Shape& s, const std::vector<float>
   return p;
 }
 
+// A bias of `experts` entries, each drawn uniformly from [-scale, scale].
+std::vector<float> uniformBias(std::mt19937& rng, int32_t experts, float scale) {
+  std::uniform_real_distribution<float> draw(-scale, scale);
+  std::vector<float> bias(static_cast<size_t>(experts));
+  for (auto& v : bias) v = draw(rng);
+  return bias;
+}
+
 // Rows that make the screen work: spread or clustered logits, exact and near ties, values
 // where the sigmoid is 1 in binary32, or subnormal or 0 (logits below -87), a few
 // infinities and NaNs.
@@ -182,9 +190,7 @@ TEST(ScreenedRows, EqualTheExactRowsBitForBit) {
       for (const bool renormalize : {true, false}) {
         std::vector<float> bias;
         if (biasScale > 0) {
-          std::uniform_real_distribution<float> b(-biasScale, biasScale);
-          bias.resize(size_t(s.experts));
-          for (auto& v : bias) v = b(rng);
+          bias = uniformBias(rng, s.experts, biasScale);
           // Two experts with equal biases and an exact tie of keys possible.
           bias[1] = bias[0];
         }
@@ -207,9 +213,7 @@ TEST(ScreenedRows, StridedRunsEqualTheExactRowsBitForBit) {
       {256, 8, 8, 4, true}, {384, 8, 1, 1, false}, {512, 8, 16, 4, true}, {256, 1, 1, 1, false}};
   const int32_t tokens = 2 * 1024 + 37;
   for (const Shape& s : shapes) {
-    std::uniform_real_distribution<float> b(-0.1f, 0.1f);
-    std::vector<float> bias(size_t(s.experts));
-    for (auto& v : bias) v = b(rng);
+    const std::vector<float> bias = uniformBias(rng, s.experts, 0.1f);  // p points into it
     const moe::detail::FamilyParams p = sigmoidParams(s, bias, true);
     ASSERT_TRUE(ScreenedEqualsExact(p, hardRows(rng, tokens, s.experts), tokens))
         << "E=" << s.experts << " k=" << s.k << " G=" << s.groups;
@@ -262,9 +266,7 @@ TEST(ScreenedRows, CloseGroupsDecidedOnExactBoundsEqualTheExactRows) {
   const int32_t experts = 256;
   const int32_t groupSize = 32;
   const int32_t tokens = 4096;
-  std::uniform_real_distribution<float> biasOf(-0.1f, 0.1f);
-  std::vector<float> bias(static_cast<size_t>(experts));
-  for (auto& v : bias) v = biasOf(rng);
+  const std::vector<float> bias = uniformBias(rng, experts, 0.1f);
   std::uniform_real_distribution<float> low(-6.0f, -4.0f);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   std::uniform_int_distribution<int32_t> inGroup(0, groupSize - 1);
@@ -319,9 +321,7 @@ TEST(ScreenedRows, RowsKeepingFiveOfOneGroupEqualTheExactRows) {
   const int32_t groupSize = 32;
   const int32_t k = 8;
   const int32_t tokens = 2 * 1024 + 16;
-  std::uniform_real_distribution<float> biasOf(-0.1f, 0.1f);
-  std::vector<float> bias(static_cast<size_t>(experts));
-  for (auto& v : bias) v = biasOf(rng);
+  const std::vector<float> bias = uniformBias(rng, experts, 0.1f);
   std::normal_distribution<float> logit(0.0f, 1.5f);
   std::uniform_real_distribution<float> high(6.0f, 9.0f);
   std::uniform_int_distribution<int32_t> groupOf(0, 7);
@@ -367,9 +367,7 @@ TEST(ScreenedRows, NaNRowsLeaveTheCallersFloatingPointStateAsItWas) {
   if (!moe::detail::cpuHasAvx512()) GTEST_SKIP() << "this CPU lacks AVX-512";
   std::mt19937 rng = testRng();
   const Shape deepSeek{256, 8, 8, 4, true};
-  std::uniform_real_distribution<float> b(-0.1f, 0.1f);
-  std::vector<float> bias(static_cast<size_t>(deepSeek.experts));
-  for (auto& v : bias) v = b(rng);
+  const std::vector<float> bias = uniformBias(rng, deepSeek.experts, 0.1f);
   const moe::detail::FamilyParams p = sigmoidParams(deepSeek, bias, true);
   const int32_t tokens = 64;
   std::vector<float> x = hardRows(rng, tokens, deepSeek.experts);
