@@ -252,7 +252,7 @@ class Ratios : public RatioReporter {
       for (const char* name : kRouters) {
         const double r = find("route_v2/" + std::string(name) + "/" + cfg);
         if (r <= 0) continue;
-        std::printf("  %-14s %7.2f M tokens/s %6.1f%% of roof %7.2fx grouped_topk\n", name, r / 1e6,
+        std::printf("  %-14s %7.2f M tokens/s %6.2f%% of roof %7.2fx grouped_topk\n", name, r / 1e6,
                     100 * r / roof, r / base);
       }
     }
@@ -270,7 +270,7 @@ class Ratios : public RatioReporter {
         if (r <= 0) continue;
         const bool met = r >= 0.4 * roof && r >= 20 * base;
         std::printf(
-            "  %-14s %7.2f M tokens/s %6.1f%% of roof (%5.1f%% with the writes) %7.2fx "
+            "  %-14s %7.2f M tokens/s %6.2f%% of roof (%6.2f%% with the writes) %7.2fx "
             "partial_sort: target (>= 40%% of roof, >= 20x) %s\n",
             name, r / 1e6, 100 * r / roof, 100 * r / readWrite, r / base, met ? "MET" : "NOT MET");
       }
@@ -282,7 +282,7 @@ class Ratios : public RatioReporter {
     if (r > 0 && roof > 0 && base > 0) {
       const bool met = r >= 0.4 * roof && r >= 20 * base;
       std::printf(
-          "target avx512 v2 at DeepSeek-V3: %.1f%% of roof (want >= 40%%), %.2fx grouped_topk "
+          "target avx512 v2 at DeepSeek-V3: %.2f%% of roof (want >= 40%%), %.2fx grouped_topk "
           "(want >= 20x): %s\n",
           100 * r / roof, r / base, met ? "MET" : "NOT MET");
     }

@@ -34,6 +34,20 @@ float sumFloats(const float* data, size_t n) {
   return sum;
 }
 
+// Output lines made writable this many groups of 16 tokens ahead, as the routers do: a
+// plain loop's stores wait on each line's read for ownership (E = 8, k = 2, buffers at 16
+// bytes past a line as malloc gives them: 1.9 ns a token, 1.3 with these; the small-rows
+// kernel, which does the same, took 1.5 and beat the plain loop).
+constexpr size_t kWriteAhead = 32;
+
+HWY_INLINE void prefetchForWrite(const void* at) {
+#if HWY_ARCH_X86
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(at)));
+#else
+  __builtin_prefetch(at, 1);
+#endif
+}
+
 // Per 16 tokens: their rows summed, the sum stored over their 16 k ids and 16 k gates.
 void readAndWrite(const float* data, size_t tokens, size_t experts, size_t k, int32_t* ids,
                   float* gates) {
@@ -44,6 +58,12 @@ void readAndWrite(const float* data, size_t tokens, size_t experts, size_t k, in
   size_t t = 0;
   for (; t + kGroup <= tokens; t += kGroup) {
     const float* rows = data + t * experts;
+    // Addresses past the buffers are fine: a prefetch never faults.
+    const auto ahead = (t + kWriteAhead * kGroup) * k;
+    for (size_t line = 0; line < kGroup * k * sizeof(float); line += 64) {
+      prefetchForWrite(reinterpret_cast<const char*>(ids) + ahead * sizeof(float) + line);
+      prefetchForWrite(reinterpret_cast<const char*>(gates) + ahead * sizeof(float) + line);
+    }
     auto acc = hn::Zero(d);
     size_t i = 0;
     for (; i + lanes <= kGroup * experts; i += lanes) acc = hn::Add(acc, hn::LoadU(d, rows + i));
