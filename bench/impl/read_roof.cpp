@@ -58,11 +58,14 @@ void readAndWrite(const float* data, size_t tokens, size_t experts, size_t k, in
   size_t t = 0;
   for (; t + kGroup <= tokens; t += kGroup) {
     const float* rows = data + t * experts;
-    // Addresses past the buffers are fine: a prefetch never faults.
-    const auto ahead = (t + kWriteAhead * kGroup) * k;
-    for (size_t line = 0; line < kGroup * k * sizeof(float); line += 64) {
-      prefetchForWrite(reinterpret_cast<const char*>(ids) + ahead * sizeof(float) + line);
-      prefetchForWrite(reinterpret_cast<const char*>(gates) + ahead * sizeof(float) + line);
+    // Addresses past the buffers are fine: a prefetch never faults, and they are formed as
+    // integers.
+    const uintptr_t ahead = (t + kWriteAhead * kGroup) * k * sizeof(float);
+    for (uintptr_t line = 0; line < kGroup * k * sizeof(float); line += 64) {
+      prefetchForWrite(
+          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(ids) + ahead + line));
+      prefetchForWrite(
+          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(gates) + ahead + line));
     }
     auto acc = hn::Zero(d);
     size_t i = 0;
