@@ -1,6 +1,7 @@
 // judgeFamilyToken on hand-built tokens (issue 16): a selection difference that binary64
-// cannot place against its budget goes to the oracle's MPFR level and is judged there, and
-// the selection levels count once per token.
+// cannot place against its budget goes to the oracle's MPFR level and is judged there; the
+// kept groups' span, the top-2 group budget and the raw gates' scale are checked as
+// docs/fuzz.md derives them; the selection levels count once per token.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@ namespace moe::fuzz {
 namespace {
 
 using family_test::budgetEdge;
+using family_test::BudgetEdge;
 using family_test::judgeAt;
 using family_test::Token;
 
@@ -58,6 +60,72 @@ TEST(FamilySelection, GroupDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   EXPECT_EQ(v.kind, ViolationKind::kKeptGroup) << v.certificate;
   EXPECT_EQ(levels.selectionCertified, 1u);
   EXPECT_EQ(levels.selectionDouble, 0u);
+}
+
+// The kept experts of 2 groups where topk_groups is 1: the structure alone convicts, with no
+// budget, and the certificate says so (whatever the group scores' difference).
+TEST(FamilySelection, KeptExpertsSpanningTooManyGroupsAreCaughtByStructure) {
+  Token t;  // sigmoid, 2 groups of 2 by max, keep 1 group and 2 experts: the best two keys
+  t.x = {3.0f, -2.0f, 2.9f, -2.0f};  // lie in groups 0 and 1, a router that ignores groups
+  t.f.score = 1;
+  t.f.groups = 2;
+  t.f.topkGroups = 1;
+  t.k = 2;
+  t.f.renormalize = 0;
+  t.ids = {0, 2};
+  for (int32_t e : t.ids) t.gates.push_back(1.0f / (1.0f + std::exp(0.0f - t.x[e])));
+  LevelCounters levels;
+  const Verdict v = judgeAt(t, 1.0, levels);
+  ASSERT_EQ(v.outcome, Outcome::kViolation) << v.certificate;
+  EXPECT_EQ(v.kind, ViolationKind::kKeptGroup) << v.certificate;
+  EXPECT_NE(v.certificate.find("lie in 2 groups, but only topk_groups = 1"), std::string::npos)
+      << v.certificate;
+}
+
+// A top-2 group score's budget is its two keys' budgets and the sum's rounding: with no
+// bias, sigmoid keys s and c = exp_max_ulp, beta_e = (2c + 4) u s_e (docs/fuzz.md), so group
+// 1 beats the router's group 0 beyond the budget while D = S1 - S0 > gamma_0 + gamma_1 =
+// (2c + 4) u (S0 + S1) + u (S0 + S1): the edge sits at c = D / (2 u (S0 + S1)) - 2.5
+// (terms of 2^-149 aside). A budget that counted one key of each group would move it to
+// about twice that.
+TEST(FamilySelection, TopTwoGroupBudgetCountsBothKeys) {
+  Token t;  // sigmoid, 2 groups of 2 by top-2 sum, keep 1: group 1 higher by about 1e-4
+  t.x = {0.5f, -0.25f, 0.5f, -0.25f + 4e-4f};
+  t.f.score = 1;
+  t.f.groups = 2;
+  t.f.topkGroups = 1;
+  t.f.groupScore = 1;
+  t.k = 2;
+  t.ids = {0, 1};
+  const auto sigmoid = [](float x) { return 1 / (1 + std::exp(-static_cast<double>(x))); };
+  std::vector<double> s;
+  for (float x : t.x) s.push_back(sigmoid(x));
+  const double s0 = s[0] + s[1], s1 = s[2] + s[3];
+  t.gates = {static_cast<float>(s[0] / s0), static_cast<float>(s[1] / s0)};
+  const double expected = (s1 - s0) / (2 * 0x1p-24 * (s0 + s1)) - 2.5;
+  const BudgetEdge edge = budgetEdge(t);
+  EXPECT_NEAR(edge.violation, expected, 0.01 * expected)
+      << "the top-2 group budget at D = " << s1 - s0 << ", S0 + S1 = " << s0 + s1;
+}
+
+// Raw gates are the unbiased scores times the scale: the router that scales is right, the
+// one that forgets the scale is a gate violation named for the scale.
+TEST(FamilyGates, RawGatesCarryTheScale) {
+  Token t;  // sigmoid, one group, keep 2 of 4, raw gates, scale 2.5
+  t.x = {1.0f, -1.0f, 2.0f, 0.5f};
+  t.f.score = 1;
+  t.f.renormalize = 0;
+  t.f.scale = 2.5f;
+  t.k = 2;
+  t.ids = {2, 0};
+  for (int32_t e : t.ids) t.gates.push_back(2.5f / (1.0f + std::exp(0.0f - t.x[e])));
+  LevelCounters levels;
+  const Verdict scaled = judgeAt(t, 1.0, levels);
+  EXPECT_NE(scaled.outcome, Outcome::kViolation) << scaled.certificate;
+  for (float& g : t.gates) g /= 2.5f;
+  const Verdict unscaled = judgeAt(t, 1.0, levels);
+  ASSERT_EQ(unscaled.outcome, Outcome::kViolation) << unscaled.certificate;
+  EXPECT_EQ(unscaled.kind, ViolationKind::kGateScale) << unscaled.certificate;
 }
 
 TEST(FamilySelection, CountsOncePerToken) {

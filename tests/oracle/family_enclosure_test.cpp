@@ -97,7 +97,7 @@ bool withinUlps(double a, double b, int ulps) {
 }
 
 // Logits and biases of a family row: normal values, exact duplicates of earlier experts
-// (exact real ties), ±inf and 0 logits for sigmoid.
+// (exact real ties), ±inf and 0 logits for sigmoid; scales 1, 2.5 and -0.75.
 struct Row {
   std::vector<float> logits, bias;
   RouteParams<float> p;
@@ -129,7 +129,9 @@ Row drawRow(std::mt19937_64& rng) {
     r.logits[0] = 0.0f;
   }
   r.p.bias = r.bias;
-  r.p.scale = rng() % 2 ? 1.0f : 2.5f;
+  // A negative scale is in the domain (finite): its gates' enclosures swap their ends.
+  const float scales[] = {1.0f, 2.5f, -0.75f};
+  r.p.scale = scales[rng() % 3];
   return r;
 }
 
