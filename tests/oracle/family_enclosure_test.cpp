@@ -430,6 +430,28 @@ TEST(FamilyEnclosure, NearTiesBeyondTheCapAbstain) {
   EXPECT_GE(decided.decision.precision, 640);
 }
 
+// Group 0's second key is a near tie (sigmoid(0.25) and sigmoid(0.25) + 2^-149, biases 0
+// and 2^-149), which the first working precision cannot order, so its top-2 sum comes from
+// order-free bounds: the two largest lower ends and the two largest upper ends, about
+// 0.9002 + 0.5622. Group 1's is 2 sigmoid(1.4), about 1.6044, so group 1 is kept; a bound
+// that took group 0's best key twice (1.8) would keep group 0 and its expert 0 at that precision.
+TEST(FamilyEnclosure, UndecidedSecondKeysStillBoundTheGroupScore) {
+  RouteParams<float> p;
+  p.k = 1;  // the kept expert needs no order of the near tie: decided at that precision
+  p.score = ScoreFn::sigmoid;
+  p.groups = 2;
+  p.topkGroups = 1;
+  p.groupScore = GroupScore::top2Sum;
+  const std::vector<float> bias{0.0f, 0.0f, 0x1p-149f, 0.0f, 0.0f, 0.0f};
+  p.bias = bias;
+  const std::vector<float> l{2.2f, 0.25f, 0.25f, 1.4f, 1.4f, -5.0f};
+  const auto d = routeDecisionEnclosure(p, l);
+  ASSERT_TRUE(d.decided) << d.tooClose;
+  EXPECT_EQ(d.precision, EnclosureOptions{}.startPrecision);  // decided on the bounds
+  EXPECT_EQ(d.keptGroups, (std::vector<bool>{false, true}));
+  EXPECT_EQ(d.keptExperts, (std::vector<std::size_t>{3}));  // 3 and 4 tie: the lower
+}
+
 TEST(FamilyEnclosure, RefusesRowsAndParametersOutsideTheReals) {
   RouteParams<float> p;
   p.k = 1;
