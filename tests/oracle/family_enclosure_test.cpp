@@ -169,12 +169,14 @@ TEST(FamilyEnclosure, KeysAndGroupScoresContainThe512BitValues) {
                  oracle::testing::describe(r.logits));
     const auto c = biasedKeysEnclosure(r.p.score, r.logits, r.bias);
     const auto ref = keys512(r.p.score, r.logits, r.bias);
-    for (std::size_t e = 0; e < c.size(); ++e)
+    for (std::size_t e = 0; e < c.size(); ++e) {
       expectCertifies(c[e], ref[e], "key " + std::to_string(e));
+    }
     const auto g = groupScoresEnclosure(r.p, r.logits);
     const auto gref = groups512(r.p, ref);
-    for (std::size_t t = 0; t < g.size(); ++t)
+    for (std::size_t t = 0; t < g.size(); ++t) {
       expectCertifies(g[t], gref[t], "group " + std::to_string(t));
+    }
     if (HasFailure()) return;
   }
 }

@@ -47,8 +47,9 @@ inline std::uint64_t currentTestSalt() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   auto mix = [&](const char* s) {
-    for (; s != nullptr && *s != '\0'; ++s)
+    for (; s != nullptr && *s != '\0'; ++s) {
       h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ull;
+    }
     h = (h ^ '.') * 0x100000001b3ull;
   };
   if (info != nullptr) {
