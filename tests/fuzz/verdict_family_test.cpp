@@ -19,6 +19,15 @@ using family_test::BudgetEdge;
 using family_test::judgeAt;
 using family_test::Token;
 
+// The spec's sigmoid score in binary32, 1 / (1 + exp(0 - x)), as a correct router's gate
+// starts from; and in binary64, for the budgets' arithmetic.
+float sigmoid32(float x) {
+  return 1.0f / (1.0f + std::exp(0.0f - x));
+}
+double sigmoid64(float x) {
+  return 1 / (1 + std::exp(-static_cast<double>(x)));
+}
+
 // The budget grows with the contract's exp_max_ulp; budgetEdge bisects it to the last value
 // where the router's displaced expert still beats its kept one beyond the budget. There the
 // difference exceeds the budget by less than the binary64 filter's error (~2^-50
@@ -51,7 +60,7 @@ TEST(FamilySelection, GroupDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   t.f.groupScore = 1;
   t.k = 2;
   t.ids = {0, 1};  // group 0's experts, in key order
-  const double s0 = 1 / (1 + std::exp(-0.5)), s1 = 1 / (1 + std::exp(0.25));
+  const double s0 = sigmoid64(0.5f), s1 = sigmoid64(-0.25f);
   t.gates = {static_cast<float>(s0 / (s0 + s1)), static_cast<float>(s1 / (s0 + s1))};
   const double c = budgetEdge(t).violation;
   LevelCounters levels;
@@ -73,7 +82,7 @@ TEST(FamilySelection, KeptExpertsSpanningTooManyGroupsAreCaughtByStructure) {
   t.k = 2;
   t.f.renormalize = 0;
   t.ids = {0, 2};
-  for (int32_t e : t.ids) t.gates.push_back(1.0f / (1.0f + std::exp(0.0f - t.x[e])));
+  for (int32_t e : t.ids) t.gates.push_back(sigmoid32(t.x[e]));
   LevelCounters levels;
   const Verdict v = judgeAt(t, 1.0, levels);
   ASSERT_EQ(v.outcome, Outcome::kViolation) << v.certificate;
@@ -97,9 +106,8 @@ TEST(FamilySelection, TopTwoGroupBudgetCountsBothKeys) {
   t.f.groupScore = 1;
   t.k = 2;
   t.ids = {0, 1};
-  const auto sigmoid = [](float x) { return 1 / (1 + std::exp(-static_cast<double>(x))); };
   std::vector<double> s;
-  for (float x : t.x) s.push_back(sigmoid(x));
+  for (float x : t.x) s.push_back(sigmoid64(x));
   const double s0 = s[0] + s[1], s1 = s[2] + s[3];
   t.gates = {static_cast<float>(s[0] / s0), static_cast<float>(s[1] / s0)};
   const double expected = (s1 - s0) / (2 * 0x1p-24 * (s0 + s1)) - 2.5;
@@ -118,11 +126,11 @@ TEST(FamilyGates, RawGatesCarryTheScale) {
   t.f.scale = 2.5f;
   t.k = 2;
   t.ids = {2, 0};
-  for (int32_t e : t.ids) t.gates.push_back(2.5f / (1.0f + std::exp(0.0f - t.x[e])));
+  for (int32_t e : t.ids) t.gates.push_back(sigmoid32(t.x[e]) * 2.5f);
   LevelCounters levels;
   const Verdict scaled = judgeAt(t, 1.0, levels);
   EXPECT_NE(scaled.outcome, Outcome::kViolation) << scaled.certificate;
-  for (float& g : t.gates) g /= 2.5f;
+  for (std::size_t i = 0; i < t.ids.size(); ++i) t.gates[i] = sigmoid32(t.x[t.ids[i]]);
   const Verdict unscaled = judgeAt(t, 1.0, levels);
   ASSERT_EQ(unscaled.outcome, Outcome::kViolation) << unscaled.certificate;
   EXPECT_EQ(unscaled.kind, ViolationKind::kGateScale) << unscaled.certificate;
@@ -137,7 +145,7 @@ TEST(FamilySelection, CountsOncePerToken) {
   t.k = 3;
   t.f.renormalize = 0;
   t.ids = {0, 4, 5};
-  for (int32_t e : t.ids) t.gates.push_back(1.0f / (1.0f + std::exp(0.0f - t.x[e])));
+  for (int32_t e : t.ids) t.gates.push_back(sigmoid32(t.x[e]));
   LevelCounters levels;
   const Verdict v = judgeAt(t, 1.0, levels);
   EXPECT_NE(v.outcome, Outcome::kViolation) << v.certificate;
