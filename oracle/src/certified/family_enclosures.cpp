@@ -7,6 +7,7 @@
 #include "moe/oracle/certified/gates.hpp"
 #include "moe/oracle/error.hpp"
 #include "softmax_core.hpp"
+#include "sums_of_others.hpp"
 #include "ziv.hpp"
 
 namespace moe::oracle::certified {
@@ -30,8 +31,9 @@ std::string notRealReason(const RouteParams<float>& p, std::span<const float> lo
     }
   }
   for (std::size_t e = 0; e < logits.size(); ++e) {
-    if (std::isnan(logits[e]))
+    if (std::isnan(logits[e])) {
       return "not a real-number row: logit " + std::to_string(e) + " is NaN";
+    }
   }
   return "";
 }
@@ -86,20 +88,10 @@ void renormaliseSigmoid(std::span<const float> logits, std::span<const std::size
     sigmoidInterval(logits[set[t]], s[t]);
     nonzero += logits[set[t]] != -INFINITY ? 1 : 0;
   }
-  std::vector<BigFloat> preLo(n + 1, BigFloat(precision)), preHi(n + 1, BigFloat(precision));
-  std::vector<BigFloat> sufLo(n + 1, BigFloat(precision)), sufHi(n + 1, BigFloat(precision));
-  mpfr_set_zero(preLo[0].get(), 1);
-  mpfr_set_zero(preHi[0].get(), 1);
-  mpfr_set_zero(sufLo[n].get(), 1);
-  mpfr_set_zero(sufHi[n].get(), 1);
-  for (std::size_t t = 0; t < n; ++t) {
-    mpfr_add(preLo[t + 1].get(), preLo[t].get(), s[t].lower.get(), MPFR_RNDD);
-    mpfr_add(preHi[t + 1].get(), preHi[t].get(), s[t].upper.get(), MPFR_RNDU);
-  }
-  for (std::size_t t = n; t-- > 0;) {
-    mpfr_add(sufLo[t].get(), sufLo[t + 1].get(), s[t].lower.get(), MPFR_RNDD);
-    mpfr_add(sufHi[t].get(), sufHi[t + 1].get(), s[t].upper.get(), MPFR_RNDU);
-  }
+  detail::SumsOfOthers rest;
+  rest.sum(
+      n, precision, [&](std::size_t t) { return s[t].lower.get(); },
+      [&](std::size_t t) { return s[t].upper.get(); });
   BigFloat den(precision);
   for (std::size_t t = 0; t < n; ++t) {
     Interval& w = out[t].range;
@@ -109,10 +101,10 @@ void renormaliseSigmoid(std::span<const float> logits, std::span<const std::size
       mpfr_set_d(w.upper.get(), v, MPFR_RNDN);
       continue;
     }
-    mpfr_add(den.get(), preHi[t].get(), sufHi[t + 1].get(), MPFR_RNDU);
+    rest.upper(t, den.get());
     mpfr_add(den.get(), den.get(), s[t].lower.get(), MPFR_RNDU);
     mpfr_div(w.lower.get(), s[t].lower.get(), den.get(), MPFR_RNDD);
-    mpfr_add(den.get(), preLo[t].get(), sufLo[t + 1].get(), MPFR_RNDD);
+    rest.lower(t, den.get());
     mpfr_add(den.get(), den.get(), s[t].upper.get(), MPFR_RNDD);
     mpfr_div(w.upper.get(), s[t].upper.get(), den.get(), MPFR_RNDU);
   }

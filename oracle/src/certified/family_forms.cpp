@@ -5,6 +5,7 @@
 
 #include "moe/oracle/certified/fast_exp.hpp"
 #include "moe/oracle/error.hpp"
+#include "sums_of_others.hpp"
 
 namespace moe::oracle::certified::detail {
 
@@ -169,31 +170,20 @@ void RowAtoms::encloseAt(mpfr_prec_t precision) {
     mpfr_mul_ui(wLo[i].get(), lo[i].get(), count, MPFR_RNDD);
     mpfr_mul_ui(wHi[i].get(), hi[i].get(), count, MPFR_RNDU);
   }
-  // prefix/suffix sums of the weighted terms, rounded outwards.
-  std::vector<BigFloat> preLo(n + 1, BigFloat(precision)), preHi(n + 1, BigFloat(precision));
-  std::vector<BigFloat> sufLo(n + 1, BigFloat(precision)), sufHi(n + 1, BigFloat(precision));
-  mpfr_set_zero(preLo[0].get(), 1);
-  mpfr_set_zero(preHi[0].get(), 1);
-  mpfr_set_zero(sufLo[n].get(), 1);
-  mpfr_set_zero(sufHi[n].get(), 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    mpfr_add(preLo[i + 1].get(), preLo[i].get(), wLo[i].get(), MPFR_RNDD);
-    mpfr_add(preHi[i + 1].get(), preHi[i].get(), wHi[i].get(), MPFR_RNDU);
-  }
-  for (std::size_t i = n; i-- > 0;) {
-    mpfr_add(sufLo[i].get(), sufLo[i + 1].get(), wLo[i].get(), MPFR_RNDD);
-    mpfr_add(sufHi[i].get(), sufHi[i + 1].get(), wHi[i].get(), MPFR_RNDU);
-  }
+  SumsOfOthers rest;
+  rest.sum(
+      n, precision, [&](std::size_t i) { return wLo[i].get(); },
+      [&](std::size_t i) { return wHi[i].get(); });
   BigFloat term(precision);
   for (std::size_t i = 0; i < n; ++i) {
     const unsigned long count = mult_[i].get_num().get_ui();
     // lower: eLo / (n eLo + otherHi), the denominator rounded up
-    mpfr_add(den.get(), preHi[i].get(), sufHi[i + 1].get(), MPFR_RNDU);
+    rest.upper(i, den.get());
     mpfr_mul_ui(term.get(), lo[i].get(), count, MPFR_RNDU);
     mpfr_add(den.get(), den.get(), term.get(), MPFR_RNDU);
     mpfr_div(iv_[i].lower.get(), lo[i].get(), den.get(), MPFR_RNDD);
     // upper: eHi / (n eHi + otherLo), the denominator rounded down
-    mpfr_add(den.get(), preLo[i].get(), sufLo[i + 1].get(), MPFR_RNDD);
+    rest.lower(i, den.get());
     mpfr_mul_ui(term.get(), hi[i].get(), count, MPFR_RNDD);
     mpfr_add(den.get(), den.get(), term.get(), MPFR_RNDD);
     mpfr_div(iv_[i].upper.get(), hi[i].get(), den.get(), MPFR_RNDU);

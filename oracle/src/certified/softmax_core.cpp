@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "moe/oracle/certified/fast_exp.hpp"
+#include "sums_of_others.hpp"
 
 namespace moe::oracle::certified::detail {
 
@@ -14,7 +15,7 @@ namespace {
 class Workspace {
  public:
   ~Workspace() {
-    for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+    for (auto* v : {&eLo, &eHi}) {
       for (auto& x : *v) mpfr_clear(x.value);
     }
     if (haveTmp_) mpfr_clears(tmpLo, tmpHi, diff, static_cast<mpfr_ptr>(nullptr));
@@ -34,12 +35,13 @@ class Workspace {
   struct Slot {
     mpfr_t value;
   };
-  std::vector<Slot> eLo, eHi, preLo, preHi, sufLo, sufHi;
+  std::vector<Slot> eLo, eHi;
+  SumsOfOthers rest;
   mpfr_t tmpLo, tmpHi, diff;
 
   void prepare(std::size_t n, mpfr_prec_t precision) {
     if (precision != precision_) {
-      for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+      for (auto* v : {&eLo, &eHi}) {
         for (auto& x : *v) mpfr_set_prec(x.value, precision);
       }
       if (haveTmp_) {
@@ -53,7 +55,7 @@ class Workspace {
       mpfr_init2(diff, 320);
       haveTmp_ = true;
     }
-    for (auto* v : {&eLo, &eHi, &preLo, &preHi, &sufLo, &sufHi}) {
+    for (auto* v : {&eLo, &eHi}) {
       while (v->size() < n + 1) {
         v->emplace_back();
         mpfr_init2(v->back().value, precision);
@@ -108,23 +110,12 @@ void encloseNormalisedExps(std::size_t n, const mpfr_srcptr* diffs, const FloatD
   }
   gFastExps.fetch_add(fast, std::memory_order_relaxed);
   gMpfrExps.fetch_add(n - fast, std::memory_order_relaxed);
-  // prefix[t] = e_0 + ... + e_{t-1}; suffix[t] = e_t + ... + e_{n-1}; outward rounding.
-  mpfr_set_zero(w.preLo[0].value, 1);
-  mpfr_set_zero(w.preHi[0].value, 1);
+  w.rest.sum(
+      n, precision, [&](std::size_t t) { return w.eLo[t].value; },
+      [&](std::size_t t) { return w.eHi[t].value; });
   for (std::size_t t = 0; t < n; ++t) {
-    mpfr_add(w.preLo[t + 1].value, w.preLo[t].value, w.eLo[t].value, MPFR_RNDD);
-    mpfr_add(w.preHi[t + 1].value, w.preHi[t].value, w.eHi[t].value, MPFR_RNDU);
-  }
-  mpfr_set_zero(w.sufLo[n].value, 1);
-  mpfr_set_zero(w.sufHi[n].value, 1);
-  for (std::size_t t = n; t-- > 0;) {
-    mpfr_add(w.sufLo[t].value, w.sufLo[t + 1].value, w.eLo[t].value, MPFR_RNDD);
-    mpfr_add(w.sufHi[t].value, w.sufHi[t + 1].value, w.eHi[t].value, MPFR_RNDU);
-  }
-  for (std::size_t t = 0; t < n; ++t) {
-    // rest_t = prefix[t] + suffix[t + 1]
-    mpfr_add(w.tmpLo, w.preLo[t].value, w.sufLo[t + 1].value, MPFR_RNDD);
-    mpfr_add(w.tmpHi, w.preHi[t].value, w.sufHi[t + 1].value, MPFR_RNDU);
+    w.rest.lower(t, w.tmpLo);
+    w.rest.upper(t, w.tmpHi);
     // lower = eLo / (eLo + restHi), upper = eHi / (eHi + restLo)
     mpfr_add(w.tmpHi, w.tmpHi, w.eLo[t].value, MPFR_RNDU);
     mpfr_add(w.tmpLo, w.tmpLo, w.eHi[t].value, MPFR_RNDD);
