@@ -256,7 +256,9 @@ build/bin/moe-oracle fuzz --impl ./libmine.so --seconds 60</code></pre>
 Exit 0: no violation; 1: a violation, with a reproducer in ./moe-oracle-out; 3: too little
 was judged (see the shape coverage above). An optional contract
 (<code>moe_route_v1_contract</code>) says what your kernel promises: the shapes it supports,
-its tie order, its exp's accuracy.</li>
+its tie order, its exp's accuracy. A router of today's open models (sigmoid scores, a
+selection bias, groups, a scale) exports <code>moe_route_v2</code> instead or as well; the
+same command fuzzes it, drawing only the families its contract lists.</li>
 <li>Replay a finding: <code>build/bin/moe-oracle replay FILE.json --impl ./libmine.so</code>;
 explain one case: <code>build/bin/moe-oracle explain FILE.json --impl ./libmine.so</code>.</li>
 <li>In this campaign: <code>scripts/campaign --routers ./libmine.so --targets fuzz_external

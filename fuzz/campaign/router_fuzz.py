@@ -1,4 +1,5 @@
-"""Part 1 of a campaign: `moe-oracle fuzz --json` on each built-in router.
+"""Part 1 of a campaign: `moe-oracle fuzz --json` on each built-in router, through
+moe_route_v1 and, once per distinct kernel, through moe_route_v2 ("NAME@moe_route_v2").
 
 A router this CPU lacks makes moe-oracle exit 2 with a message, or abstain on every case
 (exit 3); either is recorded as "unavailable" (with the reason), not as a failure of the
@@ -15,11 +16,16 @@ import subprocess
 import child_process
 
 
-def builtin_routers(moe_oracle):
+ABI_V2 = "moe_route_v2"
+
+
+def builtin_routers(moe_oracle, abi=None):
     """The built-in routers this moe-oracle has, from `moe-oracle list` (the router list
-    exists once, in impl/); [] when the binary cannot be run."""
+    exists once, in impl/); with abi="moe_route_v2", one router per distinct v2 kernel
+    (`list --abi`). [] when the binary cannot be run or does not know the flag."""
+    cmd = [moe_oracle, "list"] + (["--abi", abi] if abi else [])
     try:
-        r = subprocess.run([moe_oracle, "list"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except OSError:
         return []
     if r.returncode != 0:
@@ -27,16 +33,28 @@ def builtin_routers(moe_oracle):
     return [line.strip() for line in r.stdout.splitlines() if line.strip()]
 
 
+def split_router(router):
+    """"NAME@moe_route_v2" -> ("NAME", "moe_route_v2"); a plain name or path -> (it, None):
+    the ABI moe-oracle picks by default (v1 for a built-in router, v2 for a library that
+    exports it)."""
+    name, sep, abi = router.rpartition("@")
+    return (name, abi) if sep and abi == ABI_V2 else (router, None)
+
+
 def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
-    """Runs one router's campaign; returns its report entry (a dict)."""
+    """Runs one router's campaign (ROUTER as split_router reads it); returns its report
+    entry (a dict)."""
+    impl, abi = split_router(router)
     # A user's library is given by path: its file name, made safe, names its files.
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(router))
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(impl) + (f"@{abi}" if abi else ""))
     work = os.path.join(out_dir, "work", "routers", safe)
     os.makedirs(work, exist_ok=True)
     log = os.path.join(out_dir, "logs", f"router-{safe}.log")
     stdout = os.path.join(work, "fuzz.json")
-    cmd = [moe_oracle, "fuzz", "--impl", router, "--seconds", str(seconds), "--seed",
+    cmd = [moe_oracle, "fuzz", "--impl", impl, "--seconds", str(seconds), "--seed",
            str(seed), "--out", os.path.join(work, "reproducers"), "--json"]
+    if abi:
+        cmd += ["--abi", abi]
     outcome = child_process.run(cmd, log_path=log, timeout=seconds * 2 + 60,
                                 stdout_path=stdout)
     entry = {"router": router, "command": " ".join(cmd), "log": os.path.relpath(log, out_dir),
@@ -51,7 +69,7 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
     if outcome.rc == 2 or result is None:
         # Exit 2 on a built-in name means this CPU lacks it; on a library path, that the
         # library cannot be loaded, which is the user's error to see.
-        is_path = "/" in router or router.endswith(".so")
+        is_path = "/" in impl or impl.endswith(".so")
         entry["status"] = "unavailable" if outcome.rc == 2 and not is_path else "error"
         entry["message"] = _last_line(log)
         return entry

@@ -51,7 +51,9 @@ def parse_args(argv):
     p.add_argument("--moe-oracle", help="path of the moe-oracle binary (part 1)")
     p.add_argument("--fuzz-build", action="append", default=[], metavar="NAME=DIR",
                    help="a libFuzzer build folder (binaries in DIR/bin), e.g. asan=build-fuzz")
-    p.add_argument("--routers", help="comma-separated subset of the built-in routers")
+    p.add_argument("--routers", help="comma-separated routers: built-in names or library "
+                   "paths, NAME@moe_route_v2 for a built-in router's moe_route_v2 (default: "
+                   "every built-in router, and each distinct moe_route_v2 kernel)")
     p.add_argument("--targets", help="comma-separated subset of the libFuzzer targets")
     p.add_argument("--seed", type=int, help="default: the campaign's start time")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
@@ -85,8 +87,10 @@ def make_plan(a):
     """The step ids, in order, with what each needs; absent binaries are left out."""
     steps = {}
     if a.moe_oracle and os.access(a.moe_oracle, os.X_OK):
-        routers = (a.routers.split(",") if a.routers
-                   else router_fuzz.builtin_routers(a.moe_oracle))
+        routers = (a.routers.split(",") if a.routers else
+                   router_fuzz.builtin_routers(a.moe_oracle) +
+                   [f"{r}@{router_fuzz.ABI_V2}" for r in
+                    router_fuzz.builtin_routers(a.moe_oracle, router_fuzz.ABI_V2)])
         for r in routers:
             steps[f"router:{r}"] = {"router": r}
     targets = a.targets.split(",") if a.targets else TARGETS

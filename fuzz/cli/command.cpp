@@ -345,6 +345,12 @@ int runMain(int argc, char** argv) {
   ReproduceFlags reproduceFlags;
   auto* reproduce = addReproduce(app, reproduceFlags);
   auto* list = app.add_subcommand("list", "print the built-in router names, one a line");
+  std::string listAbi(kAbiV1);
+  list->add_option("--abi", listAbi,
+                   "moe_route_v1 (default): every built-in router; moe_route_v2: one router "
+                   "per distinct moe_route_v2 kernel (an ISA's probs and logits routers share "
+                   "theirs)")
+      ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2)}));
 
   try {
     app.parse(argc, argv);
@@ -368,7 +374,8 @@ int runMain(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   if (*list) {
-    for (const auto& name : builtinRouterNames()) std::printf("%s\n", name.c_str());
+    const auto names = listAbi == kAbiV2 ? builtinRouterNamesV2() : builtinRouterNames();
+    for (const auto& name : names) std::printf("%s\n", name.c_str());
     return 0;
   }
   if (*reproduce) return runReproduce(reproduceFlags);

@@ -318,6 +318,17 @@ std::vector<std::string> builtinRouterNames() {
   return names;
 }
 
+std::vector<std::string> builtinRouterNamesV2() {
+  std::vector<std::string> names;
+  std::vector<moe::RouteV2Fn> kernels;
+  for (const auto& r : moe::builtinRouters()) {
+    if (std::find(kernels.begin(), kernels.end(), r.route_v2) != kernels.end()) continue;
+    kernels.push_back(r.route_v2);
+    names.emplace_back(r.name);
+  }
+  return names;
+}
+
 bool builtinRouterAvailable(std::string_view name) {
   const moe::BuiltinRouter* r = moe::findRouter(name);
   return r && r->available();

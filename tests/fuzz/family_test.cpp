@@ -81,6 +81,20 @@ TEST(FamilyBuiltins, EveryBuiltinV2IsClean) {
   }
 }
 
+// `list --abi moe_route_v2` names each distinct v2 kernel once (an ISA's probs and logits
+// routers share theirs), so a campaign does not fuzz one kernel twice.
+TEST(FamilyBuiltins, ListNamesEachV2KernelOnce) {
+  const auto all = testing::runOracle("list");
+  const auto v2 = testing::runOracle("list --abi moe_route_v2");
+  ASSERT_EQ(all.exitCode, 0) << all.out;
+  ASSERT_EQ(v2.exitCode, 0) << v2.out;
+  EXPECT_EQ(v2.out, "scalar-probs\navx2-probs\navx512-probs\nauto-probs\n");
+  EXPECT_EQ(testing::runOracle("list --abi moe_route_v3", true).exitCode, 2);
+  for (const auto& name : builtinRouterNamesV2()) {
+    EXPECT_NE(all.out.find(name + "\n"), std::string::npos) << name << " is no router";
+  }
+}
+
 // A v2 finding's reproducer carries the family and replays: the recorded output is still
 // the recorded violation, and the correct library passes on it.
 TEST(FamilyReproducer, RoundTrips) {

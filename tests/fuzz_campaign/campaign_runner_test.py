@@ -39,7 +39,8 @@ def check(cond, what):
         raise AssertionError(what)
 
 
-def campaign_cmd(tmp, out, routers="scalar-probs,scalar-logits,avx512-logits",
+def campaign_cmd(tmp, out,
+                 routers="scalar-probs,scalar-logits,avx512-logits,scalar-probs@moe_route_v2",
                  builds=True, merge=False):
     cmd = [sys.executable, RUNNER, "--budget", "8", "--out", out, "--corpus-root",
            os.path.join(tmp, "corpus"), "--moe-oracle", os.path.join(HERE, "fake_moe_oracle.py"),
@@ -90,7 +91,12 @@ def full_campaign(tmp):
     check(r["complete"] and not r["pending"], "campaign incomplete")
     status = {x["router"]: x["status"] for x in r["routers"]}
     check(status == {"scalar-probs": "clean", "scalar-logits": "violation",
-                     "avx512-logits": "unavailable"}, f"router statuses {status}")
+                     "avx512-logits": "unavailable", "scalar-probs@moe_route_v2": "clean"},
+          f"router statuses {status}")
+    commands = {x["router"]: x["command"] for x in r["routers"]}
+    v2 = commands["scalar-probs@moe_route_v2"].split()
+    check(v2[v2.index("--impl") + 1] == "scalar-probs" and v2[-2:] == ["--abi", "moe_route_v2"]
+          and "--abi" not in commands["scalar-probs"].split(), f"router commands {commands}")
     t = r["targets"][0]
     check(t["execs"] > 1000 and t["features"] > 0 and len(t["series"]) >= 2,
           f"libFuzzer figures missing: {t}")
@@ -122,7 +128,9 @@ def full_campaign(tmp):
     with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
         html = f.read()
     check(TOY_SIGNATURE in html and "<svg" in html, "HTML report lacks the crash or the plot")
-    for want in ('href="logs/router-scalar-probs.log"', 'href="logs/libfuzzer-toy-fuzz_route.log"',
+    for want in ('href="logs/router-scalar-probs.log"',
+                 'href="logs/router-scalar-probs_moe_route_v2.log"',
+                 'href="logs/libfuzzer-toy-fuzz_route.log"',
                  f'href="{sigs[ROUTER_SIGNATURE]["reproducer"]}"', 'id="next-steps"',
                  'id="verdict-legend"', 'id="coverage"'):
         check(want in html, f"HTML report lacks {want!r}")

@@ -22,6 +22,8 @@ import crash_triage  # noqa: E402
 import libfuzzer_log  # noqa: E402
 import report_html  # noqa: E402
 import report_model  # noqa: E402
+import router_fuzz  # noqa: E402
+import run_campaign  # noqa: E402
 import svg_plot  # noqa: E402
 
 
@@ -152,6 +154,28 @@ class StateTest(unittest.TestCase):
             campaign_state.save(d, s)
             _, resumed = campaign_state.load_or_start(d, budget_s=10, seed=3, plan=["router:b"])
             self.assertFalse(resumed)
+
+
+class PlanTest(unittest.TestCase):
+    FAKE = os.path.join(REPO, "tests", "fuzz_campaign", "fake_moe_oracle.py")
+
+    def test_every_router_then_each_distinct_v2_kernel(self):
+        a = run_campaign.parse_args(["--moe-oracle", self.FAKE, "--targets", "none"])
+        self.assertEqual(list(run_campaign.make_plan(a)),
+                         ["router:scalar-probs", "router:scalar-logits",
+                          "router:scalar-probs@moe_route_v2"])
+
+    def test_routers_flag_names_the_abi_explicitly(self):
+        a = run_campaign.parse_args(["--moe-oracle", self.FAKE, "--targets", "none",
+                                     "--routers", "avx2-logits,avx2-logits@moe_route_v2"])
+        self.assertEqual(list(run_campaign.make_plan(a)),
+                         ["router:avx2-logits", "router:avx2-logits@moe_route_v2"])
+
+    def test_split_router(self):
+        self.assertEqual(router_fuzz.split_router("a@moe_route_v2"), ("a", "moe_route_v2"))
+        self.assertEqual(router_fuzz.split_router("a"), ("a", None))
+        # An @ in a library's path that names no ABI is part of the path.
+        self.assertEqual(router_fuzz.split_router("./lib@2.so"), ("./lib@2.so", None))
 
 
 class ReportModelTest(unittest.TestCase):

@@ -128,6 +128,9 @@ void registerRouterOpener(RouterOpener opener);
 
 // Names of the built-in routers this build has (available or not on this CPU).
 std::vector<std::string> builtinRouterNames();
+// For moe_route_v2: one name per distinct kernel, the first router that has it (the probs
+// and logits routers of an ISA share their v2 kernel, so fuzzing both would run it twice).
+std::vector<std::string> builtinRouterNamesV2();
 // True when the built-in router exists and this CPU can run it.
 bool builtinRouterAvailable(std::string_view name);
 
