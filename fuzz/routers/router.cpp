@@ -263,7 +263,7 @@ bool isLibraryPath(std::string_view nameOrPath) {
 
 std::string abiFromEnv() {
   const char* text = std::getenv("MOE_ABI");
-  const std::string abi = text ? text : "";
+  std::string abi = text ? text : "";
   if (!abi.empty() && abi != kAbiV1 && abi != kAbiV2) {
     throw std::invalid_argument(
         fmt::format("MOE_ABI={}: expected {} or {} (or unset)", abi, kAbiV1, kAbiV2));
