@@ -6,6 +6,14 @@
 //   3 group-tie-high       equal group scores go to the higher group      -> group-tie-order
 //   4 scale-before-renorm  w = s * scale, then renormalised: scale lost   -> gate-scale
 //   5 renorm-eligible      renormalised over the eligible, not the kept   -> gate-renorm
+// and a hostile kernel each (the kernel under test may be broken in any way; moe-oracle runs
+// it isolated and must survive and report), misbehaving on one family only:
+//   6 segv-sigmoid-groups  dereferences NULL on sigmoid scores in 4 groups -> crash
+//   7 hang-top2-sum        never returns on 2 groups scored by top-2 sum   -> hang
+//   8 oob-ids-bias         writes one id past the end of ids when given a bias, k = 3
+//                                                                         -> out-of-bounds-write
+//   9 status-77-raw        returns 77, a status the ABI does not define, for raw gates
+//                                                                         -> bad-status
 // A plain scalar router in binary32 otherwise: softmax or sigmoid scores, keys s + b, group
 // scores, kept groups and experts by (key desc, index asc), gates from the unbiased scores.
 #include <algorithm>
@@ -112,6 +120,13 @@ __attribute__((visibility("default"))) int moe_route_v2(const moe_route_params_v
   if (p->struct_size < sizeof(moe_route_params_v2)) return MOE_ROUTE_EBADPARAMS;
   if (p->tokens < 0 || p->experts < 0 || p->k < 0) return MOE_ROUTE_EBADSIZE;
   if (!valid(*p)) return MOE_ROUTE_EBADPARAMS;
+  if (kBug == 6 && p->score == MOE_SCORE_SIGMOID && p->groups == 4) *(volatile int*)nullptr = 1;
+  if (kBug == 7 && p->groups == 2 && p->group_score == MOE_GROUP_TOP2_SUM) {
+    volatile unsigned spin = 0;
+    for (;;) spin = spin + 1u;
+  }
+  if (kBug == 8 && p->bias && p->k == 3 && p->tokens > 0) ids[int64_t{p->tokens} * p->k] = 0;
+  if (kBug == 9 && p->renormalize == 0) return 77;
   for (int32_t t = 0; t < p->tokens; ++t) {
     if (p->experts == 0) {
       for (int32_t s = 0; s < p->k; ++s)
