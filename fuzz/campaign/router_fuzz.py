@@ -16,7 +16,7 @@ import subprocess
 import child_process
 
 
-ABI_V2 = "moe_route_v2"
+ABI_V1, ABI_V2 = "moe_route_v1", "moe_route_v2"
 
 
 def builtin_routers(moe_oracle, abi=None):
@@ -34,11 +34,25 @@ def builtin_routers(moe_oracle, abi=None):
 
 
 def split_router(router):
-    """"NAME@moe_route_v2" -> ("NAME", "moe_route_v2"); a plain name or path -> (it, None):
-    the ABI moe-oracle picks by default (v1 for a built-in router, v2 for a library that
-    exports it)."""
+    """"NAME@moe_route_v2" -> ("NAME", "moe_route_v2") (and @moe_route_v1); a plain name or
+    path -> (it, None): the ABI moe-oracle picks by default (v1 for a built-in router, v2 for
+    a library that exports it)."""
     name, sep, abi = router.rpartition("@")
-    return (name, abi) if sep and abi == ABI_V2 else (router, None)
+    return (name, abi) if sep and abi in (ABI_V1, ABI_V2) else (router, None)
+
+
+def unknown_router(moe_oracle, router):
+    """Why ROUTER (as --routers gives it) cannot be fuzzed, or None: a name that is no
+    built-in router of this moe-oracle (a typo would otherwise read as a router this CPU
+    lacks), or a library path that is no file."""
+    impl, _ = split_router(router)
+    if "/" in impl or impl.endswith(".so"):
+        return None if os.path.isfile(impl) else f"{impl}: no such library"
+    known = builtin_routers(moe_oracle)
+    if known and impl not in known:
+        return (f"{router}: no built-in router {impl!r} (moe-oracle list: "
+                f"{', '.join(known)}; NAME@{ABI_V2} for its moe_route_v2)")
+    return None
 
 
 def fuzz_router(moe_oracle, router, seconds, seed, out_dir):

@@ -236,6 +236,11 @@ def print_summary(a, report):
 
 def main(argv):
     a = parse_args(argv)
+    for r in (a.routers.split(",") if a.routers and a.moe_oracle else []):
+        why = router_fuzz.unknown_router(a.moe_oracle, r)
+        if why:
+            print(f"run_campaign: --routers {why}", file=sys.stderr)
+            return 2
     os.umask(0o022)  # the fuzzers' own files (logs, corpus, crashes) are readable by all
     os.makedirs(a.out, exist_ok=True)
     child_process.STOP.install()

@@ -6,6 +6,8 @@ the report page's sections (without a browser), the SVG axes.
 usage: campaign_units_test.py REPO
 """
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -163,13 +165,28 @@ class PlanTest(unittest.TestCase):
         a = run_campaign.parse_args(["--moe-oracle", self.FAKE, "--targets", "none"])
         self.assertEqual(list(run_campaign.make_plan(a)),
                          ["router:scalar-probs", "router:scalar-logits",
-                          "router:scalar-probs@moe_route_v2"])
+                          "router:avx512-logits", "router:scalar-probs@moe_route_v2"])
 
     def test_routers_flag_names_the_abi_explicitly(self):
         a = run_campaign.parse_args(["--moe-oracle", self.FAKE, "--targets", "none",
-                                     "--routers", "avx2-logits,avx2-logits@moe_route_v2"])
+                                     "--routers", "avx512-logits,scalar-probs@moe_route_v2"])
         self.assertEqual(list(run_campaign.make_plan(a)),
-                         ["router:avx2-logits", "router:avx2-logits@moe_route_v2"])
+                         ["router:avx512-logits", "router:scalar-probs@moe_route_v2"])
+
+    def test_a_misspelt_router_is_an_error_not_an_unavailable_step(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out")
+            for routers, named in (("scalar-prob", "'scalar-prob'"),
+                                   ("scalar-probs@moe_route_v3", "'scalar-probs@moe_route_v3'"),
+                                   ("./nowhere.so", "./nowhere.so: no such library")):
+                with self.subTest(routers=routers):
+                    err = io.StringIO()
+                    with contextlib.redirect_stderr(err):
+                        rc = run_campaign.main(["--moe-oracle", self.FAKE, "--targets", "none",
+                                                "--out", out, "--routers", routers])
+                    self.assertEqual(rc, 2)
+                    self.assertIn(named, err.getvalue())
+            self.assertFalse(os.path.exists(out), "nothing is written for a usage error")
 
     def test_split_router(self):
         self.assertEqual(router_fuzz.split_router("a@moe_route_v2"), ("a", "moe_route_v2"))

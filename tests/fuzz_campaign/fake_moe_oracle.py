@@ -3,7 +3,8 @@
 
 scalar-probs: clean; scalar-logits: one violation with a reproducer; anything else: not
 available (exit 2), as on a CPU without that ISA. It sleeps briefly like a real run and
-echoes --abi in its JSON. `list [--abi moe_route_v2]` prints two routers, or one for v2.
+echoes --abi in its JSON. `list` prints those and avx512-logits; `list --abi moe_route_v2`
+scalar-probs.
 """
 
 import argparse
@@ -13,7 +14,8 @@ import sys
 import time
 
 if sys.argv[1:2] == ["list"]:
-    print("scalar-probs" if "moe_route_v2" in sys.argv else "scalar-probs\nscalar-logits")
+    print("scalar-probs" if "moe_route_v2" in sys.argv
+          else "scalar-probs\nscalar-logits\navx512-logits")
     sys.exit(0)
 p = argparse.ArgumentParser()
 p.add_argument("command")
