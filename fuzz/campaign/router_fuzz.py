@@ -41,14 +41,13 @@ def split_router(router):
     return (name, abi) if sep and abi in (ABI_V1, ABI_V2) else (router, None)
 
 
-def unknown_router(moe_oracle, router):
-    """Why ROUTER (as --routers gives it) cannot be fuzzed, or None: a name that is no
-    built-in router of this moe-oracle (a typo would otherwise read as a router this CPU
-    lacks), or a library path that is no file."""
+def unknown_router(router, known):
+    """Why ROUTER (as --routers gives it) cannot be fuzzed, or None: a name that is not in
+    KNOWN, the built-in routers of this moe-oracle (a typo would otherwise read as a router
+    this CPU lacks), or a library path that is no file."""
     impl, _ = split_router(router)
     if "/" in impl or impl.endswith(".so"):
         return None if os.path.isfile(impl) else f"{impl}: no such library"
-    known = builtin_routers(moe_oracle)
     if known and impl not in known:
         return (f"{router}: no built-in router {impl!r} (moe-oracle list: "
                 f"{', '.join(known)}; NAME@{ABI_V2} for its moe_route_v2)")

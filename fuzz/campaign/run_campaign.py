@@ -236,8 +236,9 @@ def print_summary(a, report):
 
 def main(argv):
     a = parse_args(argv)
+    known = router_fuzz.builtin_routers(a.moe_oracle) if a.routers and a.moe_oracle else []
     for r in (a.routers.split(",") if a.routers and a.moe_oracle else []):
-        why = router_fuzz.unknown_router(a.moe_oracle, r)
+        why = router_fuzz.unknown_router(r, known)
         if why:
             print(f"run_campaign: --routers {why}", file=sys.stderr)
             return 2
