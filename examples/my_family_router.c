@@ -60,8 +60,8 @@ static void insert(const float* v, int32_t i, int32_t* best, int32_t n) {
   best[s] = i;
 }
 
-/* Scratch for one token: scores, keys, group scores, the kept groups' mark, the kept
- * experts' mark. */
+/* Scratch for one token: scores, keys, group scores, the kept groups (best first) and a
+ * mark of the kept experts. */
 struct scratch {
   float *s, *c, *group;
   int32_t* kept_groups;
