@@ -1,7 +1,8 @@
 // Hostile kernels and careless users (issue 13), through the moe-oracle binary: a library
-// that crashes, aborts, hangs, writes past its outputs or returns an undefined status is a
-// finding (its kind, a reproducer, exit 1) while moe-oracle itself never dies; every
-// command-line and contract mistake is exit 2 with a message that names it.
+// that crashes, aborts, hangs, writes past its outputs or returns an undefined status, in
+// moe_route_v1 or moe_route_v2, is a finding (its kind, a reproducer, exit 1) while
+// moe-oracle itself never dies; every command-line and contract mistake is exit 2 with a
+// message that names it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,12 +22,17 @@ namespace {
 using testing::freshDir;
 using testing::runOracle;
 
+std::string libFile(const std::string& stem) {
+  return std::string(MOE_LIB_DIR) + "/lib" + stem + ".so";
+}
+
 std::string lib(const std::string& variant) {
-  return std::string(MOE_LIB_DIR) + "/libmoe_peer_" + variant + ".so";
+  return libFile("moe_peer_" + variant);
 }
 
 struct Hostile {
-  const char* variant;
+  const char* library;  // libLIBRARY.so: a v1 peer, or a v2 build of the family router
+  const char* router;   // its name in signatures (the contract's, else the file's)
   const char* kind;
   const char* signature;  // the tail of the signature line
 };
@@ -35,26 +41,27 @@ class HostileKernel : public ::testing::TestWithParam<Hostile> {};
 
 TEST_P(HostileKernel, IsAFindingWithAReproducerAndTheRunSurvives) {
   const Hostile h = GetParam();
-  const std::string out = freshDir(std::string("hostile-") + h.variant);
+  const std::string out = freshDir(std::string("hostile-") + h.library);
   // --keep-going: after the finding the same run goes on judging other cases.
   // E up to 64: each misbehaviour is on one small shape, and the test router is a naive
   // O(T E k) one whose largest cases take seconds on a loaded machine.
   const auto r = runOracle(
       "fuzz --json --keep-going --seconds 6 --seed 1 --call-timeout 0.5 --experts 1-64 "
       "--shrink-seconds 3 --impl " +
-      lib(h.variant) + " --out " + out);
+      libFile(h.library) + " --out " + out);
   ASSERT_EQ(r.exitCode, 1) << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_GE(j["violations"].size(), 1u) << j;
+  ASSERT_EQ(j["violations"].size(), 1u) << j;  // one misbehaviour, one kind
   const auto& v = j["violations"][0];
   EXPECT_EQ(v["kind"], h.kind) << j["violations"];
-  EXPECT_EQ(v["signature"], std::string("moe-oracle: moe_peer_") + h.variant + "-" + h.signature);
+  EXPECT_EQ(v["signature"], std::string("moe-oracle: ") + h.router + "-" + h.signature);
   EXPECT_GT(j["tokens"].get<int64_t>(), 1000) << "the run went on after the finding";
+  EXPECT_GE(v["count"].get<int64_t>(), 2) << "the run met the misbehaviour only once";
   const std::string file = v["reproducer"];
   ASSERT_TRUE(std::filesystem::exists(file));
   // The reproducer replays the same way, isolated too: the finding again, exit 1, no crash.
   const auto replay =
-      runOracle("replay " + file + " --call-timeout 0.5 --json --impl " + lib(h.variant));
+      runOracle("replay " + file + " --call-timeout 0.5 --json --impl " + libFile(h.library));
   EXPECT_EQ(replay.exitCode, 1) << replay.out;
   EXPECT_NE(replay.out.find(h.kind), std::string::npos) << replay.out;
   // explain tells the recorded finding without running anything.
@@ -63,15 +70,28 @@ TEST_P(HostileKernel, IsAFindingWithAReproducerAndTheRunSurvives) {
   EXPECT_NE(explain.out.find(h.kind), std::string::npos) << explain.out;
 }
 
+// Through moe_route_v1 (tests/fuzz/routers/peer_router.c) and through moe_route_v2 (bugs 6 to 9
+// of tests/fuzz/broken_family/broken_family.cpp), each misbehaving on one shape or family.
 INSTANTIATE_TEST_SUITE_P(
     EachMisbehaviour, HostileKernel,
-    ::testing::Values(Hostile{"segv_e13", "crash", "crash-SIGSEGV"},
-                      Hostile{"abort_k3", "crash", "crash-SIGABRT"},
-                      Hostile{"hang_e7", "hang", "hang-hang"},
-                      Hostile{"oob_ids_e5", "out-of-bounds-write", "out-of-bounds-write-ids"},
-                      Hostile{"oob_gates_e6", "out-of-bounds-write", "out-of-bounds-write-gates"},
-                      Hostile{"status_77_k2", "bad-status", "bad-status-status-77"}),
-    [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.variant); });
+    ::testing::Values(Hostile{"moe_peer_segv_e13", "moe_peer_segv_e13", "crash", "crash-SIGSEGV"},
+                      Hostile{"moe_peer_abort_k3", "moe_peer_abort_k3", "crash", "crash-SIGABRT"},
+                      Hostile{"moe_peer_hang_e7", "moe_peer_hang_e7", "hang", "hang-hang"},
+                      Hostile{"moe_peer_oob_ids_e5", "moe_peer_oob_ids_e5", "out-of-bounds-write",
+                              "out-of-bounds-write-ids"},
+                      Hostile{"moe_peer_oob_gates_e6", "moe_peer_oob_gates_e6",
+                              "out-of-bounds-write", "out-of-bounds-write-gates"},
+                      Hostile{"moe_peer_status_77_k2", "moe_peer_status_77_k2", "bad-status",
+                              "bad-status-status-77"},
+                      Hostile{"moe_broken_family_segv_sigmoid_groups",
+                              "broken-family-segv-sigmoid-groups", "crash", "crash-SIGSEGV"},
+                      Hostile{"moe_broken_family_hang_top2_sum", "broken-family-hang-top2-sum",
+                              "hang", "hang-hang"},
+                      Hostile{"moe_broken_family_oob_ids_bias", "broken-family-oob-ids-bias",
+                              "out-of-bounds-write", "out-of-bounds-write-ids"},
+                      Hostile{"moe_broken_family_status_77_raw", "broken-family-status-77-raw",
+                              "bad-status", "bad-status-status-77"}),
+    [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.library); });
 
 TEST(HostileKernel, ACrashShrinksToTheShapeItNeeds) {
   const auto r = runOracle("fuzz --json --seconds 20 --seed 2 --experts 1-64 --impl " +

@@ -7,9 +7,10 @@
 //   4 scale-before-renorm  w = s * scale, then renormalised: scale lost   -> gate-scale
 //   5 renorm-eligible      renormalised over the eligible, not the kept   -> gate-renorm
 // and a hostile kernel each (the kernel under test may be broken in any way; moe-oracle runs
-// it isolated and must survive and report), misbehaving on one family only:
+// it isolated and must survive and report; tests/fuzz/hostile_kernels_test.cpp), misbehaving
+// on one family only:
 //   6 segv-sigmoid-groups  dereferences NULL on sigmoid scores in 4 groups -> crash
-//   7 hang-top2-sum        never returns on 2 groups scored by top-2 sum   -> hang
+//   7 hang-top2-sum        never returns on 2 groups scored by top-2 sum, k = 3 -> hang
 //   8 oob-ids-bias         writes one id past the end of ids when given a bias, k = 3
 //                                                                         -> out-of-bounds-write
 //   9 status-77-raw        returns 77, a status the ABI does not define, for raw gates
@@ -121,7 +122,7 @@ __attribute__((visibility("default"))) int moe_route_v2(const moe_route_params_v
   if (p->tokens < 0 || p->experts < 0 || p->k < 0) return MOE_ROUTE_EBADSIZE;
   if (!valid(*p)) return MOE_ROUTE_EBADPARAMS;
   if (kBug == 6 && p->score == MOE_SCORE_SIGMOID && p->groups == 4) *(volatile int*)nullptr = 1;
-  if (kBug == 7 && p->groups == 2 && p->group_score == MOE_GROUP_TOP2_SUM) {
+  if (kBug == 7 && p->groups == 2 && p->group_score == MOE_GROUP_TOP2_SUM && p->k == 3) {
     volatile unsigned spin = 0;
     for (;;) spin = spin + 1u;
   }
