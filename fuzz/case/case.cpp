@@ -413,4 +413,18 @@ Case caseFromJSON(const nlohmann::json& j) {
   return c;
 }
 
+std::string_view degenerateShape(const Case& c) {
+  if (c.tokens == 0) return "empty-batch";
+  if (c.experts == 0) return "no-experts";
+  if (c.k == 0) return "k-zero";
+  return "";
+}
+
+std::string_view degenerateShapeText(std::string_view shapeClass) {
+  if (shapeClass == "empty-batch") return "an empty batch (T = 0)";
+  if (shapeClass == "no-experts") return "no experts (E = 0)";
+  if (shapeClass == "k-zero") return "k = 0";
+  return "";
+}
+
 }  // namespace moe::fuzz

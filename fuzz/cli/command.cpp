@@ -20,6 +20,7 @@
 
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/guarded_main.hpp"
+#include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "reproduce.hpp"
@@ -85,6 +86,7 @@ struct VerdictFlags {
     if (gateFactor >= 0) c.gateFactor = gateFactor;
     if (gateUlp >= 0) c.gateUlp = gateUlp;
     c.analyticFloor = !noFloor;
+    c.analyticFloorGiven = noFloor;
     if (!tieOrder.empty()) c.tieOrder = parseTieOrder(tieOrder, "--tie-order");
     return c;
   }
@@ -172,10 +174,12 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
   options.shrinkSeconds = f.shrinkSeconds;
   options.minTokens = f.minTokens;
   options.stop = &gStopSignal;
-  std::fprintf(stderr, "moe-oracle fuzz %s: seed %llu, %g s, shapes %s%s; contract %s\n",
-               router->name().c_str(), static_cast<unsigned long long>(options.seed), f.seconds,
-               options.shapes.text().c_str(), f.keepGoing ? ", keep going" : "",
-               contractToJSON(router->contract()).c_str());
+  std::fprintf(
+      stderr, "moe-oracle fuzz %s: seed %llu, %g s, shapes %s%s; contract %s; judged with: %s\n",
+      router->name().c_str(), static_cast<unsigned long long>(options.seed), f.seconds,
+      options.shapes.text().c_str(), f.keepGoing ? ", keep going" : "",
+      contractToJSON(router->contract()).c_str(),
+      verdictConfigText(verdictConfigJSON(config, effectiveContract(*router, options))).c_str());
   CampaignSummary s = runCampaign(*router, options);
   for (const auto& v : s.violations) std::fputs(v.report.c_str(), stderr);
   std::fputs(summaryText(s).c_str(), stderr);

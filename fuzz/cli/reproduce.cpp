@@ -50,8 +50,8 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
   if (result.abstained || !result.violation) return std::nullopt;
   // With the tag, as the report's last line (a v2 `bad-status` is tagged `status-6`), so
   // that --signature matches what fuzz_external printed.
-  std::string signature =
-      signatureLine(router.name(), result.violation->kind, result.violation->tag);
+  std::string signature = signatureLine(router.name(), result.violation->kind,
+                                        result.violation->tag, degenerateShape(c));
   if (!wantSignature.empty() && signature != wantSignature) return std::nullopt;
   nlohmann::json provenance = {{"tool", "moe-oracle reproduce"},
                                {"input", std::filesystem::path(input).filename().string()},
@@ -60,7 +60,10 @@ std::optional<std::string> reproduceOn(const Router& router, const Case& c,
   std::filesystem::path path = std::filesystem::path(outDir) /
                                (safeFileStem(signature.substr(signature.find(' ') + 1)) + ".json");
   std::ofstream out(path);
-  out << reproducerFile(router, c, result, provenance).dump(2) << "\n";
+  out << reproducerFile(router, c, result, provenance,
+                        verdictConfigJSON(judge.config(), router.contract()))
+             .dump(2)
+      << "\n";
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
   std::printf("reproducer: %s\n%s\n", path.c_str(), signature.c_str());
   return path.string();

@@ -54,24 +54,24 @@ std::string bandText(const Band (&bands)[N], const std::map<std::string, uint64_
   return out;
 }
 
-// The file name says router and kind (and the seed, so runs do not overwrite each other).
-std::string reproducerPath(const Router& router, ViolationKind kind, const CampaignOptions& o) {
-  const std::string stem =
-      safeFileStem(fmt::format("{}-{}-seed{}", router.name(), kindName(kind), o.seed));
+// The file name says router, kind, tag and shape class, as the signature does (and the
+// seed, so runs do not overwrite each other).
+std::string reproducerPath(const Router& router, const FoundViolation& f,
+                           const CampaignOptions& o) {
+  std::string stem = fmt::format("{}-{}", router.name(), kindName(f.kind));
+  if (!f.tag.empty()) stem += "-" + f.tag;
+  if (!f.shapeClass.empty()) stem += "-on-" + f.shapeClass;
+  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
   return (std::filesystem::path(o.outDir) / (stem + ".json")).string();
 }
 
 // Writes the reproducer; on failure says so on stderr and returns "" (the caller still
 // prints the whole report, so the finding is not lost).
-std::string writeReproducer(const Router& router, const Case& c, const CaseResult& r,
-                            const CampaignOptions& options) {
-  const std::string path = reproducerPath(router, r.violation->kind, options);
-  nlohmann::json provenance = {
-      {"tool", "moe-oracle fuzz"}, {"seed", options.seed}, {"impl", router.name()}};
+std::string writeReproducer(const std::string& path, const nlohmann::json& file) {
   std::error_code ec;
-  std::filesystem::create_directories(options.outDir, ec);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::ofstream out(path);
-  out << reproducerFile(router, c, r, provenance).dump(2) << "\n";
+  out << file.dump(2) << "\n";
   out.close();
   if (!out) {
     std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
@@ -86,22 +86,91 @@ std::string writeReproducer(const Router& router, const Case& c, const CaseResul
   return path;
 }
 
-FoundViolation record(const Router& router, const Case& c, const CaseResult& r,
-                      const CampaignOptions& options) {
+// Shrinks a case's violation and describes it (not yet written), remembering the shape it
+// was drawn at.
+FoundViolation shrinkAndDescribe(Judge& shrinkJudge, const Router& router, Case c, CaseResult r,
+                                 const CampaignOptions& options, nlohmann::json& file) {
   FoundViolation f;
+  f.drawnExperts = c.experts;
+  f.drawnK = c.k;
+  f.drawnTokens = c.tokens;
+  shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds);
   f.kind = r.violation->kind;
-  f.signature = signatureLine(router.name(), f.kind, r.violation->tag);
+  f.tag = r.violation->tag;
+  f.shapeClass = std::string(degenerateShape(c));
+  f.signature = signatureLine(router.name(), f.kind, f.tag, f.shapeClass);
   f.report = mismatchReport(router, c, r);
-  f.reproducer = writeReproducer(router, c, r, options);
   f.count = 1;
   f.logits = c.logits.size();
   f.experts = c.experts;
   f.k = c.k;
   f.tokens = c.tokens;
+  nlohmann::json provenance = {
+      {"tool", "moe-oracle fuzz"}, {"seed", options.seed}, {"impl", router.name()}};
+  file = reproducerFile(router, c, r, provenance,
+                        verdictConfigJSON(options.config, effectiveContract(router, options)));
   return f;
 }
 
+// Folds a case's violation into the findings, one per distinct fault: its kind, its tag and,
+// for a fault seen only on a degenerate shape, that shape's class. A new fault is shrunk and
+// kept; a known one counts, and a smaller case of it replaces the kept reproducer only once
+// shrunk and still smaller, so the kept reproducer is always the smallest shrunk one. A fault
+// also met on a real shape is reported there: its degenerate findings fold into that one.
+void addFinding(CampaignSummary& s, Judge& shrinkJudge, const Router& router, const Case& c,
+                const CaseResult& r, const CampaignOptions& options) {
+  const std::string_view shape = degenerateShape(c);
+  auto find = [&](std::string_view cls) {
+    return std::find_if(s.violations.begin(), s.violations.end(), [&](const FoundViolation& f) {
+      return f.kind == r.violation->kind && f.tag == r.violation->tag && f.shapeClass == cls;
+    });
+  };
+  if (!shape.empty() && find("") != s.violations.end()) {
+    ++find("")->count;
+    return;
+  }
+  auto same = find(shape);
+  if (same != s.violations.end()) {
+    ++same->count;
+    if (c.logits.size() >= same->logits) return;
+  }
+  nlohmann::json file;
+  FoundViolation f = shrinkAndDescribe(shrinkJudge, router, c, r, options, file);
+  if (same != s.violations.end()) {
+    // Shrinking keeps kind, tag and shape class, so the signature is the same.
+    if (f.logits >= same->logits || f.signature != same->signature) return;
+    f.count = same->count;
+    f.drawnExperts = same->drawnExperts;  // the first draw of this fault
+    f.drawnK = same->drawnK;
+    f.drawnTokens = same->drawnTokens;
+  }
+  f.reproducer = writeReproducer(reproducerPath(router, f, options), file);
+  if (same != s.violations.end()) {
+    *same = std::move(f);
+    return;
+  }
+  if (shape.empty()) {  // the degenerate findings of this fault are this one now
+    for (auto it = s.violations.begin(); it != s.violations.end();) {
+      if (it->kind == f.kind && it->tag == f.tag) {
+        f.count += it->count;
+        std::error_code ec;
+        if (!it->reproducer.empty()) std::filesystem::remove(it->reproducer, ec);
+        it = s.violations.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  s.violations.push_back(std::move(f));
+}
+
 }  // namespace
+
+Contract effectiveContract(const Router& router, const CampaignOptions& options) {
+  Contract c = router.contract();
+  if (options.families) c.families = *options.families;
+  return c;
+}
 
 void Coverage::add(int32_t e, int32_t kk, int32_t t, int32_t judged) {
   tokens[bandOf(kTokenBands, t)] += static_cast<uint64_t>(judged);
@@ -125,6 +194,8 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   s.impl = router.name();
   s.seed = options.seed;
   s.minTokens = options.minTokens;
+  const Contract contract = effectiveContract(router, options);
+  s.verdictConfig = verdictConfigJSON(options.config, contract);
   Judge judge(options.config);
   Judge shrinkJudge(options.config);  // shrinking's runs are not coverage
   SeededSource source(options.seed);
@@ -138,7 +209,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       break;
     }
     // Not const: a violation shrinks it. A v2 router gets the family's cases.
-    Case c = routerCase(source, router.contract(), options.shapes);
+    Case c = routerCase(source, contract, options.shapes);
     CaseResult r = judge.run(router, c);
     ++s.cases;
     if (r.abstained) {
@@ -156,23 +227,11 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
         ++s.acceptable;
         ++s.acceptableReasons[v.reason];
       }
+      if (v.outcome == Outcome::kViolation) ++s.violation;
     }
     if (r.violation) {
-      ++s.violation;
-      auto same =
-          std::find_if(s.violations.begin(), s.violations.end(),
-                       [&](const FoundViolation& f) { return f.kind == r.violation->kind; });
-      if (same == s.violations.end()) {
-        shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds);
-        s.violations.push_back(record(router, c, r, options));
-      } else {
-        ++same->count;
-        if (c.logits.size() < same->logits) {  // a smaller case of a known kind
-          const uint64_t count = same->count;
-          *same = record(router, c, r, options);
-          same->count = count;
-        }
-      }
+      ++s.violationCases;
+      addFinding(s, shrinkJudge, router, c, r, options);
       if (!options.keepGoing) break;
     }
     if (options.progress) {
@@ -203,6 +262,7 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
   j["abstained"] = s.abstained;
   j["cases_per_s"] = s.casesPerSecond();
   j["verdicts"] = {{"exact", s.exact}, {"acceptable", s.acceptable}, {"violation", s.violation}};
+  j["violation_cases"] = s.violationCases;
   j["acceptable_reasons"] = nlohmann::json::object();
   for (const auto& [reason, n] : s.acceptableReasons) j["acceptable_reasons"][reason] = n;
   const LevelCounters& l = s.levels;
@@ -221,15 +281,23 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
   for (const char* key : {"experts", "k", "tokens", "k_vs_experts", "abstain_reasons"}) {
     if (j["coverage"][key].is_null()) j["coverage"][key] = nlohmann::json::object();
   }
+  j["verdict_config"] = s.verdictConfig;
   j["interrupted"] = s.interrupted;
   j["violations"] = nlohmann::json::array();
   for (const auto& v : s.violations) {
-    j["violations"].push_back(
-        {{"signature", v.signature},
-         {"kind", std::string(kindName(v.kind))},
-         {"count", v.count},
-         {"reproducer", v.reproducer},
-         {"shape", {{"experts", v.experts}, {"k", v.k}, {"tokens", v.tokens}}}});
+    nlohmann::json shape = {
+        {"experts", v.experts},
+        {"k", v.k},
+        {"tokens", v.tokens},
+        {"shrunk", v.shrunk()},
+        {"drawn", {{"experts", v.drawnExperts}, {"k", v.drawnK}, {"tokens", v.drawnTokens}}}};
+    if (!v.shapeClass.empty()) shape["degenerate"] = v.shapeClass;
+    j["violations"].push_back({{"signature", v.signature},
+                               {"kind", std::string(kindName(v.kind))},
+                               {"tag", v.tag},
+                               {"count", v.count},
+                               {"reproducer", v.reproducer},
+                               {"shape", shape}});
   }
   return j;
 }
@@ -241,25 +309,42 @@ std::string summaryText(const CampaignSummary& s) {
   const Coverage& cov = s.coverage;
   std::string out = fmt::format(
       "moe-oracle fuzz {}: seed {}, {:.1f} s, {} cases ({} tokens, {} abstained), {:.0f} cases/s\n"
-      "verdicts (per token): exact {}, acceptable {}{}, violation {}\n"
+      "verdicts (tokens judged): exact {}, acceptable {}{}, violation {} (cases with a "
+      "violation: {})\n"
       "decided at: selection float {} / double {} / certified {} / undecided {}; gates double "
       "{} / certified {} / undecided {}\n"
       "coverage (tokens judged): E{}; k{}; T{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.tokens, s.abstained, s.casesPerSecond(), s.exact,
       s.acceptable, reasons.empty() ? "" : " (" + reasons.substr(1) + ")", s.violation,
-      l.selectionFloat, l.selectionDouble, l.selectionCertified, l.selectionUndecided, l.gateDouble,
-      l.gateCertified, l.gateUndecided, bandText(kExpertBands, cov.experts),
-      bandText(kKBands, cov.k), bandText(kTokenBands, cov.tokens));
+      s.violationCases, l.selectionFloat, l.selectionDouble, l.selectionCertified,
+      l.selectionUndecided, l.gateDouble, l.gateCertified, l.gateUndecided,
+      bandText(kExpertBands, cov.experts), bandText(kKBands, cov.k),
+      bandText(kTokenBands, cov.tokens));
+  if (s.verdictConfig.is_object()) {
+    out += fmt::format("judged with: {}\n", verdictConfigText(s.verdictConfig));
+  }
   if (s.abstained > 0) {
     std::string why;
     for (const auto& [reason, n] : cov.abstainReasons) why += fmt::format(", {} ({})", reason, n);
     out += fmt::format("abstained (not judged): {} cases{}\n", s.abstained, why);
   }
   for (const auto& v : s.violations) {
-    out +=
-        fmt::format("violation {}: {} case(s); smallest reproducer {} (E = {}, k = {}, T = {})\n",
-                    kindName(v.kind), v.count, v.reproducer.empty() ? "(not saved)" : v.reproducer,
-                    v.experts, v.k, v.tokens);
+    std::string note;
+    if (v.shrunk()) {
+      note = fmt::format(", shrunk from E = {}, k = {}, T = {}", v.drawnExperts, v.drawnK,
+                         v.drawnTokens);
+    }
+    if (!v.shapeClass.empty()) {
+      const bool elsewhere = std::any_of(s.violations.begin(), s.violations.end(), [&](auto& o) {
+        return o.kind == v.kind && o.tag == v.tag && o.shapeClass.empty();
+      });
+      note += fmt::format("; {} {}", elsewhere ? "also on" : "in this run only on",
+                          degenerateShapeText(v.shapeClass));
+    }
+    out += fmt::format(
+        "violation {} ({}): {} case(s); smallest reproducer {} (E = {}, k = {}, T = {}{})\n",
+        kindName(v.kind), v.signature, v.count, v.reproducer.empty() ? "(not saved)" : v.reproducer,
+        v.experts, v.k, v.tokens, note);
   }
   if (s.violations.empty() && s.insufficientCoverage()) {
     out += fmt::format(

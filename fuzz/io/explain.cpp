@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/report.hpp"
 #include "moe/fuzz/token_text.hpp"
 #include "moe/fuzz/vectors.hpp"
 
@@ -60,6 +61,12 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           explainVerdict(out, r.violation ? *r.violation : r.tokens.at(0), who.name());
         } else if (type == "RouterReproducer") {
           Case c = caseOfReproducer(t);
+          // Judged as found (the run's tie order and budgets), unless a flag says otherwise.
+          std::vector<std::string> said;
+          Judge asFound(recordedConfig(t, config, &said));
+          for (const auto& line : said) {
+            fmt::format_to(std::back_inserter(out), "judged with {}\n", line);
+          }
           Contract contract =
               t.contains("contract") ? parseContractJSON(t["contract"]) : Contract{};
           std::vector<int32_t> ids;
@@ -68,7 +75,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
           CaseResult r;
           if (impl) {
             // Rerun the router asked for on the case, and explain what it does now.
-            r = judge.run(*impl, c);
+            r = asFound.run(*impl, c);
             if (r.abstained) {
               fmt::format_to(std::back_inserter(out), "{} abstained: {}\n", impl->name(),
                              r.abstainReason);
@@ -92,7 +99,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
             if (ids.size() != static_cast<size_t>(c.tokens) * c.k || gates.size() != ids.size()) {
               throw std::invalid_argument("ids/gates must hold tokens * k entries");
             }
-            r = judge.recorded(c, ids, gates, contract);
+            r = asFound.recorded(c, ids, gates, contract);
             who = t.value("impl", std::string("?")) + " (recorded output)";
           }
           int32_t token = t.value("token", 0);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/report.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
@@ -100,7 +101,7 @@ void replayRoutingGroup(const nlohmann::json& tests, const Router* impl, Judge& 
   }
 }
 
-void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judge& judge,
+void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, const Judge& flags,
                            ReplaySummary& out) {
   const std::vector<std::string> builtins = builtinRouterNames();
   for (const auto& t : tests) {
@@ -114,9 +115,14 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
     std::string kind;
     std::vector<int32_t> ids;
     std::vector<float> gates;
+    VerdictConfig config;
+    std::vector<std::string> said;
     const bool hasOutput = t.is_object() && t.contains("ids") && t.contains("gates");
     try {
       c = caseOfReproducer(t);
+      // Judged as found: the tie order and budgets in force when it was found, unless a
+      // flag of this command says otherwise.
+      config = recordedConfig(t, flags.config(), &said);
       contract = t.contains("contract") ? parseContractJSON(t["contract"]) : Contract{};
       kind = t.value("kind", std::string());
       if (hasOutput) {
@@ -133,6 +139,10 @@ void replayReproducerGroup(const nlohmann::json& tests, const Router* impl, Judg
           fmt::format("RouterReproducer tcId {}: malformed test: {}", tcId, e.what()));
       continue;
     }
+    for (const auto& line : said) {
+      out.lines.push_back(fmt::format("RouterReproducer tcId {}: judged with {}", tcId, line));
+    }
+    Judge judge(config);
     try {
       // 1. The recorded output must still be judged the recorded violation.
       const auto recordedKind = kindFromName(kind);

@@ -23,6 +23,7 @@ class Shrinker {
         r_(r),
         kind_(r.violation->kind),
         tag_(r.violation->tag),
+        shape_(degenerateShape(c)),
         deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(seconds))) {}
 
@@ -53,6 +54,9 @@ class Shrinker {
   bool tryCase(Case cand) {
     if (expired()) return false;
     cand.split = std::clamp(cand.split, 0, cand.tokens);
+    // A fault found on a real shape never shrinks into an empty batch, E = 0 or k = 0 (nor
+    // the other way): such a case would be another finding, and could hide this one.
+    if (degenerateShape(cand) != shape_) return false;
     ++stats_.runs;
     CaseResult again = judge_.run(router_, cand);
     if (!again.violation || again.violation->kind != kind_ || again.violation->tag != tag_) {
@@ -233,7 +237,8 @@ class Shrinker {
   Case& c_;
   CaseResult& r_;
   ViolationKind kind_;
-  std::string tag_;  // a crash by SIGSEGV does not shrink into one by SIGABRT
+  std::string tag_;         // a crash by SIGSEGV does not shrink into one by SIGABRT
+  std::string_view shape_;  // the degenerate shape class, kept (degenerateShape)
   Clock::time_point deadline_;
   ShrinkStats stats_;
   bool simplified_ = false;

@@ -113,7 +113,8 @@ JudgeAnswer judgeArrays(const Dense<float>& logits, const Dense<int32_t>& ids,
   }
   const RecordedOutput who(name, contract);
   const nlohmann::json file =
-      fuzz::reproducerFile(who, c, r, {{"tool", "moe_oracle.judge"}, {"impl", name}});
+      fuzz::reproducerFile(who, c, r, {{"tool", "moe_oracle.judge"}, {"impl", name}},
+                           fuzz::verdictConfigJSON(config, contract));
   answer.reproducer = file.dump(2);
   answer.explanation = fuzz::explainVectors(file, nullptr, config);
   return answer;
@@ -127,6 +128,7 @@ fuzz::VerdictConfig verdictConfig(const std::optional<std::string>& tieOrder,
   config.gateFactor = gateFactor;
   config.gateUlp = gateUlp;
   config.analyticFloor = analyticFloor;
+  config.analyticFloorGiven = !analyticFloor;  // off only when asked
   return config;
 }
 

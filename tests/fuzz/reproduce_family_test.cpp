@@ -161,7 +161,8 @@ TEST(ReproduceFamily, AFuzzExternalFindingOnAV2LibraryReproducesAndReplays) {
     Judge judge;
     const CaseResult r = judge.run(*router, c);
     if (r.violation) {
-      signature = signatureLine(router->name(), r.violation->kind, r.violation->tag);
+      signature =
+          signatureLine(router->name(), r.violation->kind, r.violation->tag, degenerateShape(c));
       kind = kindName(r.violation->kind);
     }
   }

@@ -62,6 +62,16 @@ def last_token_wrong_row(logits, k):
     return spec_router(shifted, k)
 
 
+def two_exceptions(logits, k):
+    """Two bugs: a RuntimeError on every row of no experts (a degenerate shape), and an
+    AttributeError whenever k is 3 (a field its author never set, read on one path)."""
+    if logits.shape[1] == 0:
+        raise RuntimeError("cannot take the max of an empty row")
+    if k == 3:
+        raise AttributeError("'Router' object has no attribute 'topk_group'")
+    return spec_router(logits, k)
+
+
 def raises_on_wide_rows(logits, k):
     """Bug: an exception for more than 8 experts."""
     if logits.shape[1] > 8:

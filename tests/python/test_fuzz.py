@@ -74,6 +74,22 @@ def test_an_exception_is_a_finding_with_the_traceback(tmp_path, moe_oracle_bin):
     assert code == 0 and answer["passed"] == 1
 
 
+def test_each_distinct_exception_is_its_own_finding(tmp_path):
+    # keep_going: the RuntimeError at E = 0 (smallest) must not hide the AttributeError.
+    report = run(routers.two_exceptions, tmp_path, seconds=10, experts="0-64", keep_going=True)
+    assert report.exit_code == 1
+    signatures = {v["signature"]: v for v in report["violations"]}
+    attribute = "moe-oracle: routers.two_exceptions-exception-AttributeError"
+    runtime = "moe-oracle: routers.two_exceptions-exception-RuntimeError-on-no-experts"
+    assert set(signatures) == {attribute, runtime}, signatures
+    assert signatures[attribute]["shape"]["k"] == 3
+    assert signatures[attribute]["shape"]["experts"] >= 1
+    assert signatures[runtime]["shape"]["experts"] == 0
+    assert signatures[runtime]["shape"]["degenerate"] == "no-experts"
+    assert "in this run only on no experts (E = 0)" in report.text
+    assert "has no attribute 'topk_group'" in str(report)
+
+
 def test_a_wrong_return_is_an_exception_finding_that_says_what_was_expected(tmp_path):
     report = run(lambda logits, k: routers.spec_router(logits, k)[0], tmp_path, seconds=5)
     assert report["violations"][0]["kind"] == "exception"

@@ -9,6 +9,8 @@
  *   PEER_ABSTAIN_ALL    supports nothing (MOE_ROUTE_EUNSUPPORTED on every call)
  * and the hostile kernels of issue 13, each misbehaving on one shape only:
  *   PEER_SEGV_E13       dereferences NULL when E = 13
+ *   PEER_EMPTY_ABORT_SEGV_E13  calls abort() on an empty batch (T = 0) and dereferences NULL
+ *                       when E = 13: two faults of one kind, one only on a degenerate shape
  *   PEER_ABORT_K3       calls abort() when k = 3
  *   PEER_HANG_E7        never returns when E = 7
  *   PEER_OOB_IDS_E5     writes one element past the end of ids when E = 5
@@ -98,7 +100,10 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
 #ifdef PEER_SHAPE_256_8
   if (experts != 256 || k != 8) return MOE_ROUTE_EUNSUPPORTED;
 #endif
-#ifdef PEER_SEGV_E13
+#ifdef PEER_EMPTY_ABORT_SEGV_E13
+  if (tokens == 0) abort();
+#endif
+#if defined(PEER_SEGV_E13) || defined(PEER_EMPTY_ABORT_SEGV_E13)
   if (experts == 13) *(volatile int*)NULL = 1;
 #endif
 #ifdef PEER_ABORT_K3

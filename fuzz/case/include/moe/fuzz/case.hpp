@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "moe/fuzz/shapes.hpp"
@@ -62,6 +63,14 @@ struct Case {
     return {logits.data() + static_cast<size_t>(t) * experts, static_cast<size_t>(experts)};
   }
 };
+
+// The degenerate shape class of a case: "empty-batch" (T = 0), "no-experts" (E = 0),
+// "k-zero" (k = 0), or "" for a case with tokens, experts and slots. A fault found in one
+// class is shrunk within it and reported under a signature of its own, so a crash that only
+// an empty batch shows never hides a crash on real shapes.
+std::string_view degenerateShape(const Case& c);
+// For reports: "an empty batch (T = 0)", "no experts (E = 0)", "k = 0", or "".
+std::string_view degenerateShapeText(std::string_view shapeClass);
 
 // Little-endian, low byte first (sequenced: the operands of | are not). Shared by every
 // byte reader so the layout is written once.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct CampaignOptions {
   std::string outDir = "moe-oracle-out";
   VerdictConfig config;
   ShapeSpace shapes;
+  // --family / fuzz(family=...): replaces the contract's "families" (what is drawn).
+  std::optional<Families> families;
   bool keepGoing = false;     // count every finding by kind instead of stopping at the first
   double shrinkSeconds = 10;  // the cap on shrinking one violation (0: no shrinking)
   uint64_t minTokens = 1000;  // fewer judged tokens is insufficient coverage (exit 3)
@@ -31,12 +34,19 @@ struct CampaignOptions {
   const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler: end cleanly
 };
 
+// One distinct fault: a kind, its tag (a crash's signal, an exception's type) and the
+// degenerate shape class it was found on (degenerateShape), as its signature says.
 struct FoundViolation {
   ViolationKind kind = ViolationKind::kNone;
+  std::string tag;
+  std::string shapeClass;  // "" on a real shape, else "empty-batch", "no-experts", "k-zero"
   std::string signature, reproducer, report;
-  uint64_t count = 0;  // cases that showed this kind
-  size_t logits = 0;   // size of the reported (smallest) case
+  uint64_t count = 0;  // cases that showed this fault
+  size_t logits = 0;   // size of the reported (smallest shrunk) case
   int32_t experts = 0, k = 0, tokens = 0;
+  // The shape the fault was first drawn at, before shrinking (the same when it did not shrink).
+  int32_t drawnExperts = 0, drawnK = 0, drawnTokens = 0;
+  bool shrunk() const { return experts != drawnExperts || k != drawnK || tokens != drawnTokens; }
 };
 
 // Tokens judged per band of E, k and T (docs/fuzz.md "Coverage"), and what was abstained.
@@ -52,12 +62,14 @@ struct CampaignSummary {
   uint64_t seed = 0;
   double seconds = 0;
   uint64_t cases = 0, tokens = 0, abstained = 0;
-  uint64_t exact = 0, acceptable = 0, violation = 0;  // per token
+  uint64_t exact = 0, acceptable = 0, violation = 0;  // tokens
+  uint64_t violationCases = 0;  // cases with a violation (a fault of the call judges no token)
   std::map<std::string, uint64_t> acceptableReasons;
   LevelCounters levels;
   Coverage coverage;
-  std::vector<FoundViolation> violations;  // one per kind, in the order found
+  std::vector<FoundViolation> violations;  // one per signature, in the order found
   uint64_t minTokens = 0;
+  nlohmann::json verdictConfig;  // the configuration in force (verdictConfigJSON)
   bool interrupted = false;
   double casesPerSecond() const { return seconds > 0 ? cases / seconds : 0; }
   // Fewer tokens judged than asked, or more than half the cases abstained.
@@ -66,6 +78,8 @@ struct CampaignSummary {
   int exitCode() const;
 };
 
+// The router's contract with the run's overrides of what is drawn (--family).
+Contract effectiveContract(const Router& router, const CampaignOptions& options);
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options);
 nlohmann::json summaryJSON(const CampaignSummary& s);
 std::string summaryText(const CampaignSummary& s);

@@ -36,6 +36,9 @@ struct VerdictConfig {
   std::optional<double> gateFactor;  // overrides the contract's spec32_factor
   std::optional<double> gateUlp;     // overrides the contract's ulp
   bool analyticFloor = true;         // add the derived first-order gate bound
+  // True when the caller chose analyticFloor (--no-analytic-floor): a reproducer's recorded
+  // value then does not replace it (recordedConfig).
+  bool analyticFloorGiven = false;
   bool checkBatchInvariance = true;  // when the contract claims it
 };
 
