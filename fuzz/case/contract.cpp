@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "contract_schema.hpp"  // generated from docs/contract.schema.json
+#include "moe/fuzz/recipes.hpp"
 
 namespace moe::fuzz {
 
@@ -119,6 +120,7 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
   };
   s.experts = list("experts");
   s.k = list("k");
+  s.tokens = list("tokens");
   if (j.contains("max_tokens")) {
     if (!j["max_tokens"].is_number_integer()) {
       throw contractError("\"shapes.max_tokens\" must be a whole number");
@@ -128,36 +130,151 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
   return s;
 }
 
-// "families": {"scores": [...], "groups": bool, "bias": bool}; absent fields: softmax only,
-// no groups, no bias.
+// A family field's list: an array (not empty) whose items `item` reads.
+template <class Item>
+void familyList(const nlohmann::json& j, const char* key, Item item) {
+  const auto& v = j[key];
+  if (!v.is_array() || v.empty()) {
+    throw contractError(fmt::format("\"families.{}\" must be a non-empty array", key));
+  }
+  for (const auto& x : v) item(x);
+}
+
+// One of the schema's enum values of a family list's items.
+std::string familyEnumItem(const nlohmann::json& x, const char* key) {
+  const auto& allowed = property(std::string("families.") + key).at("items").at("enum");
+  if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+    throw contractError(
+        fmt::format("\"families.{}\" holds {}, got {}", key, allowed.dump(), x.dump()));
+  }
+  return x.get<std::string>();
+}
+
+// Whole numbers and range strings ("1-8"), as "shapes" takes them, for groups and
+// topk_groups.
+IntSet familyIntSet(const nlohmann::json& j, const char* key) {
+  std::string text;
+  familyList(j, key, [&](const nlohmann::json& x) {
+    if (!text.empty()) text += ',';
+    if (x.is_number_integer()) {
+      text += std::to_string(x.get<int64_t>());
+    } else if (x.is_string()) {
+      text += x.get<std::string>();
+    } else {
+      throw contractError(
+          fmt::format("\"families.{}\" holds whole numbers or ranges such as \"1-8\"", key));
+    }
+  });
+  return IntSet::parse(text, fmt::format("router contract: \"families.{}\"", key), 1,
+                       kDrawMaxExperts);
+}
+
+// "families": {"scores": [...], "groups": bool or [values], "topk_groups": [values],
+// "group_score": [...], "bias": bool or "required", "renormalize": [bools], "scale":
+// [values]} or {"recipes": [names]}; absent fields: softmax only, no groups, no bias, the
+// rest not restricted.
 Families parseFamilies(const nlohmann::json& j) {
   if (!j.is_object()) throw contractError("\"families\" must be an object");
   rejectUnknownKeys(j, property("families"), "families.");
+  if (j.contains("recipes")) {
+    if (j.size() > 1) {
+      throw contractError(
+          "\"families.recipes\" fixes every field of the family: give it alone, or list the "
+          "fields without it");
+    }
+    std::string names;
+    familyList(j, "recipes", [&](const nlohmann::json& x) {
+      if (!x.is_string()) throw contractError("\"families.recipes\" holds recipe names");
+      names += (names.empty() ? "" : ",") + x.get<std::string>();
+    });
+    return familiesOfRecipes(names, "router contract: \"families.recipes\"");
+  }
   Families f;
   if (j.contains("scores")) {
-    const auto& scores = j["scores"];
-    if (!scores.is_array() || scores.empty()) {
-      throw contractError("\"families.scores\" must be a non-empty array");
-    }
-    const auto& allowed = property("families.scores").at("items").at("enum");
     f.softmax = f.sigmoid = false;
-    for (const auto& s : scores) {
-      if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
-        throw contractError(
-            fmt::format("\"families.scores\" holds {}, got {}", allowed.dump(), s.dump()));
-      }
-      (s == "softmax" ? f.softmax : f.sigmoid) = true;
+    familyList(j, "scores", [&](const nlohmann::json& x) {
+      (familyEnumItem(x, "scores") == "softmax" ? f.softmax : f.sigmoid) = true;
+    });
+  }
+  if (j.contains("groups")) {
+    if (j["groups"].is_boolean()) {
+      f.groups = j["groups"].get<bool>();
+    } else {
+      f.groupValues = familyIntSet(j, "groups");
+      f.groups = f.groupValues.max() > 1;
     }
   }
-  for (auto [key, out] : {std::pair{"groups", &f.groups}, std::pair{"bias", &f.bias}}) {
-    if (!j.contains(key)) continue;
-    if (!j[key].is_boolean()) throw contractError(fmt::format("\"families.{}\" must be bool", key));
-    *out = j[key].get<bool>();
+  if (j.contains("topk_groups")) f.topkGroups = familyIntSet(j, "topk_groups");
+  if (j.contains("group_score")) {
+    familyList(j, "group_score", [&](const nlohmann::json& x) {
+      const int32_t v = familyEnumItem(x, "group_score") == "max" ? 0 : 1;
+      if (std::find(f.groupScores.begin(), f.groupScores.end(), v) == f.groupScores.end()) {
+        f.groupScores.push_back(v);
+      }
+    });
+  }
+  if (j.contains("bias")) {
+    const auto& b = j["bias"];
+    if (b.is_boolean()) {
+      f.bias = b.get<bool>();
+    } else if (b == "required") {
+      f.bias = f.biasRequired = true;
+    } else {
+      throw contractError(
+          fmt::format("\"families.bias\" must be true, false or \"required\", got {}", b.dump()));
+    }
+  }
+  if (j.contains("renormalize")) {
+    familyList(j, "renormalize", [&](const nlohmann::json& x) {
+      if (!x.is_boolean()) throw contractError("\"families.renormalize\" holds booleans");
+      const int32_t v = x.get<bool>() ? 1 : 0;
+      if (std::find(f.renormalize.begin(), f.renormalize.end(), v) == f.renormalize.end()) {
+        f.renormalize.push_back(v);
+      }
+    });
+  }
+  if (j.contains("scale")) {
+    familyList(j, "scale", [&](const nlohmann::json& x) {
+      if (!x.is_number() || !std::isfinite(x.get<double>())) {
+        throw contractError(
+            fmt::format("\"families.scale\" holds finite numbers, got {}", x.dump()));
+      }
+      // The kernel's scale is a binary32 (route_abi.h): 2.827 is drawn as float(2.827).
+      f.scales.push_back(static_cast<float>(x.get<double>()));
+    });
+  }
+  if (!f.topkGroups.empty() && f.topkGroups.min() > 1 && !f.groups) {
+    throw contractError(
+        "\"families.topk_groups\" above 1 needs groups above 1 (\"families.groups\")");
   }
   return f;
 }
 
 }  // namespace
+
+Families familiesOfRecipes(std::string_view names, std::string_view what) {
+  Families f;
+  f.softmax = false;
+  size_t start = 0;
+  while (start <= names.size()) {
+    const size_t comma = std::min(names.find(',', start), names.size());
+    const std::string name(names.substr(start, comma - start));
+    const Recipe* r = findRecipe(name);
+    if (!r) {
+      throw std::invalid_argument(
+          fmt::format("{}: unknown recipe \"{}\"; the recipes are {}", what, name, recipeNames()));
+    }
+    if (std::find(f.recipes.begin(), f.recipes.end(), name) == f.recipes.end()) {
+      f.recipes.push_back(name);
+    }
+    // What the recipes draw, for every reader of the other fields.
+    (r->score == 1 ? f.sigmoid : f.softmax) = true;
+    f.groups = f.groups || r->groups > 1;
+    f.bias = f.bias || r->bias;
+    start = comma + 1;
+  }
+  return f;
+}
 
 const char* tieOrderName(TieOrder t) {
   return t == TieOrder::kAny ? "any" : "lowest-index";
@@ -232,6 +349,10 @@ ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view expe
   ShapeSpace space;
   if (!supported.experts.empty()) space.experts = supported.experts;
   if (!supported.k.empty()) space.k = supported.k;
+  if (!supported.tokens.empty()) {
+    space.tokens = supported.tokens;
+    space.tokensGiven = true;
+  }
   if (supported.maxTokens > 0) space.tokens = space.tokens.clamp(0, supported.maxTokens);
   const std::string p(prefix);
   if (!experts.empty()) space.experts = IntSet::parse(experts, p + "experts", 0, kDrawMaxExperts);
@@ -247,6 +368,43 @@ ShapeSpace shapeSpaceFor(const SupportedShapes& supported, std::string_view expe
 std::string contractToJSON(const Contract& c) {
   return contractJSON(c).dump();
 }
+
+namespace {
+
+// One item per range, as the schema's pattern has it ("8-16", "256").
+nlohmann::json rangeItems(const IntSet& set) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const IntRange& r : set.ranges()) {
+    a.push_back(r.lo == r.hi ? fmt::format("{}", r.lo) : fmt::format("{}-{}", r.lo, r.hi));
+  }
+  return a;
+}
+
+nlohmann::json familiesJSON(const Families& f) {
+  if (!f.recipes.empty()) return {{"recipes", f.recipes}};
+  nlohmann::json scores = nlohmann::json::array();
+  if (f.softmax) scores.push_back("softmax");
+  if (f.sigmoid) scores.push_back("sigmoid");
+  nlohmann::json j = {{"scores", scores}};
+  j["groups"] = f.groupValues.empty() ? nlohmann::json(f.groups) : rangeItems(f.groupValues);
+  if (!f.topkGroups.empty()) j["topk_groups"] = rangeItems(f.topkGroups);
+  if (!f.groupScores.empty()) {
+    auto& g = j["group_score"] = nlohmann::json::array();
+    for (int32_t v : f.groupScores) g.push_back(v == 0 ? "max" : "top2_sum");
+  }
+  j["bias"] = f.biasRequired ? nlohmann::json("required") : nlohmann::json(f.bias);
+  if (!f.renormalize.empty()) {
+    auto& r = j["renormalize"] = nlohmann::json::array();
+    for (int32_t v : f.renormalize) r.push_back(v == 1);
+  }
+  if (!f.scales.empty()) {
+    auto& sc = j["scale"] = nlohmann::json::array();
+    for (float v : f.scales) sc.push_back(static_cast<double>(v));
+  }
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json contractJSON(const Contract& c) {
   nlohmann::json j;
@@ -264,20 +422,14 @@ nlohmann::json contractJSON(const Contract& c) {
     nlohmann::json scores = nlohmann::json::array();
     if (c.families.softmax) scores.push_back("softmax");
     if (c.families.sigmoid) scores.push_back("sigmoid");
-    j["families"] = {{"scores", scores}, {"groups", c.families.groups}, {"bias", c.families.bias}};
+    j["families"] = familiesJSON(c.families);
   }
   if (!c.shapes.any()) {
     nlohmann::json s = nlohmann::json::object();
-    // One item per range, as the schema's pattern has it ("8-16", "256").
-    auto items = [](const IntSet& set) {
-      nlohmann::json a = nlohmann::json::array();
-      for (const IntRange& r : set.ranges()) {
-        a.push_back(r.lo == r.hi ? fmt::format("{}", r.lo) : fmt::format("{}-{}", r.lo, r.hi));
-      }
-      return a;
-    };
+    const auto items = rangeItems;
     if (!c.shapes.experts.empty()) s["experts"] = items(c.shapes.experts);
     if (!c.shapes.k.empty()) s["k"] = items(c.shapes.k);
+    if (!c.shapes.tokens.empty()) s["tokens"] = items(c.shapes.tokens);
     if (c.shapes.maxTokens > 0) s["max_tokens"] = c.shapes.maxTokens;
     j["shapes"] = s;
   }

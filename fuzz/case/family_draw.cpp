@@ -5,13 +5,18 @@
 // cancel score differences in binary32 or overturn the score order, groups of one, k above
 // the eligible experts, sigmoid's saturation, the shapes of today's models, and parameters
 // outside their domain.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/recipes.hpp"
 
 namespace moe::fuzz {
 
@@ -39,30 +44,76 @@ float sigmoid32(float x) {
   return 1.0f / (1.0f + std::exp(0.0f - x));
 }
 
-// The model shapes (route_abi.h's table): used when the space holds the shape and the
-// contract the features.
-struct Preset {
-  int32_t experts, k, score, groups, topkGroups, groupScore, renormalize;
-  bool bias;
-  float scale;
-};
-constexpr Preset kPresets[] = {
-    {256, 8, 1, 8, 4, 1, 1, true, 2.5f},    // DeepSeek-V3/R1
-    {384, 8, 1, 1, 1, 0, 1, true, 2.827f},  // Kimi K2
-    {16, 1, 1, 1, 1, 0, 0, false, 1.0f},    // Llama 4 Scout
-    {128, 1, 1, 1, 1, 0, 0, false, 1.0f},   // Llama 4 Maverick
-    {160, 6, 0, 8, 3, 0, 0, false, 16.0f},  // DeepSeek-V2
-    {60, 4, 0, 1, 1, 0, 0, false, 1.0f},    // Qwen1.5/Qwen2-MoE (raw probabilities)
-    {128, 8, 1, 1, 1, 0, 1, true, 2.5f},    // GLM-4.5 (E = 128 here)
-};
+// True when the family fields of `fam` allow G groups on E experts: G divides E, and some
+// allowed topk_groups and group score fit it.
+bool groupsAllowed(const Families& fam, int32_t E, int32_t G) {
+  if (G < 1 || (E > 0 && E % G != 0)) return false;
+  if (!fam.groupValues.empty() ? !fam.groupValues.contains(G) : (G > 1 && !fam.groups)) {
+    return false;
+  }
+  if (!fam.topkGroups.empty() && fam.topkGroups.clamp(1, G).empty()) return false;
+  const bool onlyTop2 = fam.groupScores.size() == 1 && fam.groupScores[0] == 1;
+  return !(G > 1 && onlyTop2 && E / G < 2);
+}
 
-bool presetFits(const Preset& p, const ShapeSpace& space, const Families& fam) {
-  if (!space.experts.contains(p.experts)) return false;
-  if (!space.k.empty() && !space.k.contains(p.k)) return false;
-  if (p.score == 1 ? !fam.sigmoid : !fam.softmax) return false;
-  if (p.groups > 1 && !fam.groups) return false;
-  if (p.bias && !fam.bias) return false;
-  return true;
+// Every G the family fields allow on E experts (E = 0: any allowed G divides it).
+std::vector<int32_t> groupChoices(const Families& fam, int32_t E) {
+  std::vector<int32_t> out;
+  const int32_t top =
+      E > 0 ? E
+            : static_cast<int32_t>(
+                  fam.groupValues.empty() ? 1 : std::min<int64_t>(fam.groupValues.max(), 4096));
+  for (int32_t g = 1; g <= top; ++g) {
+    if (groupsAllowed(fam, E, g)) out.push_back(g);
+  }
+  return out;
+}
+
+// The recipe's shapes that the space holds, when the contract's families allow every field
+// of it (none otherwise).
+std::vector<RecipeShape> recipeFits(const Recipe& r, const ShapeSpace& space, const Families& fam) {
+  if (r.score == 1 ? !fam.sigmoid : !fam.softmax) return {};
+  if (r.bias ? !fam.bias : fam.biasRequired) return {};
+  if (!fam.recipes.empty()) {
+    if (std::find(fam.recipes.begin(), fam.recipes.end(), r.name) == fam.recipes.end()) return {};
+  } else {
+    auto allows = [](const auto& list, auto v) {
+      return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+    };
+    if (!allows(fam.renormalize, r.renormalize) || !allows(fam.scales, r.scale)) return {};
+    if (!groupsAllowed(fam, 0, r.groups)) return {};
+    if (!fam.topkGroups.empty() && !fam.topkGroups.contains(r.topkGroups)) return {};
+    if (r.groups > 1 && !allows(fam.groupScores, r.groupScore)) return {};
+  }
+  std::vector<RecipeShape> out;
+  for (const RecipeShape& s : r.shapes) {
+    if (space.experts.contains(s.experts) && (space.k.empty() || space.k.contains(s.k))) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// The experts of the space on which the family fields allow some groups: all of them unless
+// the contract narrows the groups (then E must be a multiple of an allowed G). Computed once
+// per families and space (a run asks the same question for every case).
+const IntSet& expertsForGroups(const ShapeSpace& space, const Families& fam) {
+  thread_local std::string key;
+  thread_local IntSet cached;
+  const std::string now = space.experts.text() + "|" + fam.groupValues.text() + "|" +
+                          fam.topkGroups.text() + "|" + std::to_string(fam.groups) +
+                          std::to_string(fam.groupScores.size()) +
+                          (fam.groupScores.empty() ? "" : std::to_string(fam.groupScores[0]));
+  if (now == key) return cached;
+  std::vector<int64_t> fit;
+  for (const IntRange& r : space.experts.ranges()) {
+    for (int64_t e = r.lo; e <= r.hi; ++e) {
+      if (!groupChoices(fam, static_cast<int32_t>(e)).empty()) fit.push_back(e);
+    }
+  }
+  key = now;
+  cached = IntSet::ofValues(std::move(fit));
+  return cached;
 }
 
 // Reshape to E experts (k given), keeping T within the draw's soft budget, and redraw.
@@ -124,8 +175,8 @@ void copyExpert(Case& c, Family& f, int32_t from, int32_t to) {
   if (!f.bias.empty()) f.bias[static_cast<size_t>(to)] = f.bias[static_cast<size_t>(from)];
 }
 
-// The adversarial structures on a valid family.
-void addStructure(ByteSource& src, Case& c, Family& f) {
+// The adversarial structures on a valid family (k changes only where the space allows it).
+void addStructure(ByteSource& src, Case& c, Family& f, const ShapeSpace& space) {
   const int32_t E = c.experts, G = f.groups;
   if (E < 2 || c.tokens == 0) return;
   const int32_t size = E / G;
@@ -175,9 +226,11 @@ void addStructure(ByteSource& src, Case& c, Family& f) {
         }
       }
       break;
-    case 4:  // k above the eligible experts (empty slots)
-      c.k = familyEligible(f, E) + 1 + src.u8() % 3;
+    case 4: {  // k above the eligible experts (empty slots)
+      const int32_t k = familyEligible(f, E) + 1 + src.u8() % 3;
+      if (space.k.empty() || space.k.contains(k)) c.k = k;
       break;
+    }
     case 5:  // equal keys within a group (copies)
       for (int32_t n = 0; n < 1 + src.u8() % 4; ++n) copyExpert(c, f, pick(src, E), pick(src, E));
       break;
@@ -235,35 +288,130 @@ void makeInvalid(ByteSource& src, Case& c, Family& f) {
 
 }  // namespace
 
-Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fam) {
-  Case c = drawCase(src, space);
-  Family f;
-  const uint8_t mode = src.u8();
-  // 1 case in 8 at a model's shape (when the space and the contract allow one).
-  if (mode < 32) {
-    std::vector<const Preset*> fits;
-    for (const Preset& p : kPresets) {
-      if (presetFits(p, space, fam)) fits.push_back(&p);
+namespace {
+
+// One of `values` (not empty).
+template <class T>
+T pickOf(ByteSource& src, const std::vector<T>& values) {
+  return values[static_cast<size_t>(pick(src, static_cast<int32_t>(values.size())))];
+}
+
+// A case of a named recipe (or a model's shape the families allow): its shape, every field
+// of it, a drawn bias when it has one, now and then a structure that breaks routers.
+Case recipeCase(ByteSource& src, Case c, const Recipe& r, const RecipeShape& shape,
+                const ShapeSpace& space) {
+  reshape(src, c, shape.experts, shape.k, space);
+  Family f = recipeFamily(r);
+  if (r.bias) f.bias = drawBias(src, c.experts);
+  ShapeSpace atShape = space;  // the structures keep the recipe's k
+  atShape.k = IntSet::range(shape.k, shape.k);
+  if (src.u8() < 128) addStructure(src, c, f, atShape);
+  c.family = std::move(f);
+  return c;
+}
+
+// The recipes the families allow with a shape the space holds.
+std::vector<std::pair<const Recipe*, RecipeShape>> fittingRecipes(const ShapeSpace& space,
+                                                                  const Families& fam) {
+  std::vector<std::pair<const Recipe*, RecipeShape>> fits;
+  for (const Recipe& r : recipes()) {
+    for (const RecipeShape& s : recipeFits(r, space, fam)) fits.emplace_back(&r, s);
+  }
+  return fits;
+}
+
+}  // namespace
+
+bool caseInside(const Case& c, const ShapeSpace& space, const Families* fam) {
+  if (!space.experts.contains(c.experts) || !space.tokens.contains(c.tokens)) return false;
+  if (!space.k.empty() && !space.k.contains(c.k)) return false;
+  if (!c.family || fam == nullptr || !familyInvalidReason(*c.family, c.experts).empty()) {
+    return true;
+  }
+  const Family& f = *c.family;
+  if (!fam->recipes.empty()) {
+    const std::string_view r = recipeOf(c);
+    return std::find(fam->recipes.begin(), fam->recipes.end(), r) != fam->recipes.end();
+  }
+  auto allows = [](const auto& list, auto v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (f.score == 1 ? !fam->sigmoid : !fam->softmax) return false;
+  if (f.bias.empty() ? fam->biasRequired : !fam->bias) return false;
+  if (!allows(fam->renormalize, f.renormalize) || !allows(fam->scales, f.scale)) return false;
+  if (!groupsAllowed(*fam, c.experts, f.groups)) return false;
+  if (!fam->topkGroups.empty() && !fam->topkGroups.contains(f.topkGroups)) return false;
+  return f.groups == 1 || allows(fam->groupScores, f.groupScore);
+}
+
+void checkFamiliesDrawable(const Families& fam, const ShapeSpace& space) {
+  if (!fam.softmax && !fam.sigmoid) throw std::invalid_argument("families: no score function");
+  if (!fam.recipes.empty()) {
+    for (const std::string& name : fam.recipes) {
+      const Recipe* r = findRecipe(name);
+      if (r == nullptr || recipeFits(*r, space, fam).empty()) {
+        std::string shapes;
+        if (r != nullptr) {
+          for (const RecipeShape& s : r->shapes) {
+            shapes += fmt::format("{}E = {}, k = {}", shapes.empty() ? "" : " or ", s.experts, s.k);
+          }
+        }
+        throw std::invalid_argument(fmt::format(
+            "recipe {} routes at {}, outside the shapes drawn ({})", name, shapes, space.text()));
+      }
     }
+    return;
+  }
+  if (fam.restrictsGroups() && expertsForGroups(space, fam).empty()) {
+    throw std::invalid_argument(
+        fmt::format("families: no E of the shapes drawn ({}) takes the groups allowed (groups "
+                    "{}, topk_groups {})",
+                    space.text(), fam.groupValues.empty() ? "any" : fam.groupValues.text(),
+                    fam.topkGroups.empty() ? "any" : fam.topkGroups.text()));
+  }
+}
+
+Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fam) {
+  if (!fam.recipes.empty()) {
+    // Every case follows one of the recipes named (1 in 16 with parameters outside the
+    // domain, which the kernel must refuse before it looks at what it supports).
+    const auto fits = fittingRecipes(space, fam);
+    if (fits.empty()) checkFamiliesDrawable(fam, space);  // throws, naming the recipe
+    const auto& [r, shape] = pickOf(src, fits);
+    Case c = recipeCase(src, drawCase(src, space), *r, shape, space);
+    if (src.u8() >= 240) makeInvalid(src, c, *c.family);
+    return c;
+  }
+  ShapeSpace drawn = space;
+  if (fam.restrictsGroups()) drawn.experts = expertsForGroups(space, fam);
+  Case c = drawCase(src, drawn);
+  const uint8_t mode = src.u8();
+  // 1 case in 8 at a model's recipe (when the space and the contract allow one).
+  if (mode < 32) {
+    const auto fits = fittingRecipes(space, fam);
     if (!fits.empty()) {
-      const Preset& p = *fits[static_cast<size_t>(pick(src, static_cast<int32_t>(fits.size())))];
-      reshape(src, c, p.experts, p.k, space);
-      f.score = p.score;
-      f.groups = p.groups;
-      f.topkGroups = p.topkGroups;
-      f.groupScore = p.groupScore;
-      f.renormalize = p.renormalize;
-      f.scale = p.scale;
-      if (p.bias) f.bias = drawBias(src, c.experts);
-      if (src.u8() < 128) addStructure(src, c, f);
-      c.family = std::move(f);
-      return c;
+      const auto& [r, shape] = pickOf(src, fits);
+      return recipeCase(src, std::move(c), *r, shape, space);
     }
   }
   const int32_t E = c.experts;
+  Family f;
   f.score = fam.softmax && fam.sigmoid ? (src.u8() & 1) : (fam.sigmoid ? 1 : 0);
-  if (fam.bias && src.u8() < 160) f.bias = drawBias(src, E);
-  if (fam.groups && E >= 2 && src.u8() < 176) {
+  if (fam.biasRequired || (fam.bias && src.u8() < 160)) f.bias = drawBias(src, E);
+  if (fam.restrictsGroups()) {
+    // Only what the contract lists (E was drawn among the experts that take some of it).
+    const std::vector<int32_t> choices = groupChoices(fam, E);
+    if (!choices.empty()) f.groups = pickOf(src, choices);
+    std::vector<int32_t> topks;
+    for (int32_t t = 1; t <= f.groups; ++t) {
+      if (fam.topkGroups.empty() || fam.topkGroups.contains(t)) topks.push_back(t);
+    }
+    if (!topks.empty()) f.topkGroups = pickOf(src, topks);
+    std::vector<int32_t> scores =
+        fam.groupScores.empty() ? std::vector<int32_t>{0, 1} : fam.groupScores;
+    if (f.groups > 1 && E / f.groups < 2) std::erase(scores, 1);  // top-2 of groups of one
+    if (!scores.empty()) f.groupScore = pickOf(src, scores);
+  } else if (fam.groups && E >= 2 && src.u8() < 176) {
     const std::vector<int32_t> d = divisors(E);
     // G = E (groups of one) a fifth of the time, else any divisor above 1.
     f.groups = src.u8() < 52
@@ -272,15 +420,15 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
     f.topkGroups = 1 + pick(src, f.groups);
     f.groupScore = (E / f.groups >= 2 && (src.u8() & 1)) ? 1 : 0;
   }
-  f.renormalize = src.u8() & 1;
-  f.scale = kScales[src.u8() % std::size(kScales)];
+  f.renormalize = fam.renormalize.empty() ? (src.u8() & 1) : pickOf(src, fam.renormalize);
+  f.scale = fam.scales.empty() ? kScales[src.u8() % std::size(kScales)] : pickOf(src, fam.scales);
   c.family = std::move(f);
   // 1 case in 16 outside the domain: few tokens suffice.
   if (mode >= 240) {
     makeInvalid(src, c, *c.family);
     return c;
   }
-  addStructure(src, c, *c.family);
+  addStructure(src, c, *c.family, space);
   return c;
 }
 

@@ -30,6 +30,19 @@ IntSet IntSet::range(int64_t lo, int64_t hi) {
   return s;
 }
 
+IntSet IntSet::ofValues(std::vector<int64_t> values) {
+  std::sort(values.begin(), values.end());
+  IntSet s;
+  for (int64_t v : values) {
+    if (!s.ranges_.empty() && v <= s.ranges_.back().hi + 1) {
+      s.ranges_.back().hi = std::max(s.ranges_.back().hi, v);
+    } else {
+      s.ranges_.push_back({v, v});
+    }
+  }
+  return s;
+}
+
 void IntSet::add(int64_t lo, int64_t hi) {
   if (lo > hi) return;
   ranges_.push_back({lo, hi});

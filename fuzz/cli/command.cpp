@@ -127,7 +127,7 @@ struct FuzzFlags {
   double seconds = 10, shrinkSeconds = 10;
   uint64_t seed = 0, minTokens = 1000;
   bool json = false, keepGoing = false;
-  std::string experts, k, tokens;
+  std::string experts, k, tokens, family;
   CLI::Option* seedOption = nullptr;
 };
 
@@ -161,6 +161,18 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
   CampaignOptions options;
   try {
     options.shapes = shapeSpaceFor(router->contract().shapes, f.experts, f.k, f.tokens, "--");
+    if (!f.family.empty()) {
+      if (!router->contract().v2()) {
+        throw std::invalid_argument(fmt::format(
+            "--family {}: {} is fuzzed through moe_route_v1, which has no routing family (a "
+            "library exporting moe_route_v2, or --abi moe_route_v2)",
+            f.family, router->name()));
+      }
+      options.families = familiesOfRecipes(f.family, "--family");
+    }
+    if (router->contract().v2()) {
+      checkFamiliesDrawable(effectiveContract(*router, options).families, options.shapes);
+    }
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
     return 2;
@@ -300,6 +312,10 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
   fuzz->add_option("--tokens", f.tokens,
                    "batch sizes to draw: values and ranges, e.g. 1-65536 (default 0-65536, "
                    "mostly small)");
+  fuzz->add_option("--family", f.family,
+                   "moe_route_v2: the model recipes the kernel implements, e.g. deepseek-v3 or "
+                   "llama4,mixtral (each fixes every family field and the shapes E, k; "
+                   "replaces the contract's families)");
   fuzz->add_option("--shrink-seconds", f.shrinkSeconds,
                    "time cap on shrinking each violation (default 10; 0: no shrinking)")
       ->check(positiveFinite(true));

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/recipes.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router_case.hpp"
 #include "moe/fuzz/shrink.hpp"
@@ -94,7 +95,10 @@ FoundViolation shrinkAndDescribe(Judge& shrinkJudge, const Router& router, Case 
   f.drawnExperts = c.experts;
   f.drawnK = c.k;
   f.drawnTokens = c.tokens;
-  shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds);
+  ShrinkLimits limits;
+  limits.space = options.shapes;
+  if (router.contract().v2()) limits.families = effectiveContract(router, options).families;
+  shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds, limits);
   f.kind = r.violation->kind;
   f.tag = r.violation->tag;
   f.shapeClass = std::string(degenerateShape(c));
@@ -221,6 +225,11 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     const auto judged = static_cast<int32_t>(r.tokens.size());
     s.tokens += static_cast<uint64_t>(judged);
     s.coverage.add(c.experts, c.k, c.tokens, judged);
+    if (c.family) {
+      const std::string_view recipe = recipeOf(c);
+      s.coverage.recipes[recipe.empty() ? "none" : std::string(recipe)] +=
+          static_cast<uint64_t>(judged);
+    }
     for (const Verdict& v : r.tokens) {
       if (v.outcome == Outcome::kExact) ++s.exact;
       if (v.outcome == Outcome::kAcceptable) {
@@ -278,6 +287,10 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                    {"tokens", cov.tokens},      {"k_vs_experts", cov.kVsExperts},
                    {"abstained", s.abstained},  {"abstain_reasons", cov.abstainReasons},
                    {"min_tokens", s.minTokens}, {"insufficient", s.insufficientCoverage()}};
+  if (s.verdictConfig.is_object() && s.verdictConfig.value("abi", "") == kAbiV2) {
+    j["coverage"]["recipes"] =
+        cov.recipes.empty() ? nlohmann::json::object() : nlohmann::json(cov.recipes);
+  }
   for (const char* key : {"experts", "k", "tokens", "k_vs_experts", "abstain_reasons"}) {
     if (j["coverage"][key].is_null()) j["coverage"][key] = nlohmann::json::object();
   }
@@ -320,6 +333,11 @@ std::string summaryText(const CampaignSummary& s) {
       l.selectionUndecided, l.gateDouble, l.gateCertified, l.gateUndecided,
       bandText(kExpertBands, cov.experts), bandText(kKBands, cov.k),
       bandText(kTokenBands, cov.tokens));
+  if (!cov.recipes.empty()) {
+    std::string recipes;
+    for (const auto& [name, n] : cov.recipes) recipes += fmt::format(" {}:{}", name, n);
+    out += fmt::format("coverage by model recipe (tokens judged):{}\n", recipes);
+  }
   if (s.verdictConfig.is_object()) {
     out += fmt::format("judged with: {}\n", verdictConfigText(s.verdictConfig));
   }

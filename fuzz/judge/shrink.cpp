@@ -16,14 +16,17 @@ using Clock = std::chrono::steady_clock;
 
 class Shrinker {
  public:
-  Shrinker(Judge& judge, const Router& router, Case& c, CaseResult& r, double seconds)
+  Shrinker(Judge& judge, const Router& router, Case& c, CaseResult& r, double seconds,
+           const ShrinkLimits& limits)
       : judge_(judge),
         router_(router),
         c_(c),
         r_(r),
+        limits_(limits),
         kind_(r.violation->kind),
         tag_(r.violation->tag),
         shape_(degenerateShape(c)),
+        tieEvidence_(showsTiedGates(c, r)),
         deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(seconds))) {}
 
@@ -36,6 +39,7 @@ class Shrinker {
       shrinkExperts();
       lowerK();
       simplifyLogits();
+      simplifyBias();
       if (expired() || (size() == before && c_.k == kBefore && !simplified_)) break;
       simplified_ = false;
     }
@@ -57,11 +61,15 @@ class Shrinker {
     // A fault found on a real shape never shrinks into an empty batch, E = 0 or k = 0 (nor
     // the other way): such a case would be another finding, and could hide this one.
     if (degenerateShape(cand) != shape_) return false;
+    if (!caseInside(cand, limits_.space, limits_.families ? &*limits_.families : nullptr)) {
+      return false;
+    }
     ++stats_.runs;
     CaseResult again = judge_.run(router_, cand);
     if (!again.violation || again.violation->kind != kind_ || again.violation->tag != tag_) {
       return false;
     }
+    if (tieEvidence_ && !showsTiedGates(cand, again)) return false;
     c_ = std::move(cand);
     r_ = std::move(again);
     return true;
@@ -183,6 +191,65 @@ class Shrinker {
     }
   }
 
+  // True when the violating token has two tied experts (the same logit bits, and the same
+  // bias) that the router kept both, with different gates: the evidence of a
+  // position-dependent exp or sum, which a case keeping only one of them would hide.
+  static bool showsTiedGates(const Case& c, const CaseResult& r) {
+    if (!r.violation) return false;
+    const int32_t t = r.violation->token;
+    const auto k = static_cast<size_t>(c.k);
+    if (t < 0 || t >= c.tokens || r.output.ids.size() < (t + 1) * k) return false;
+    const auto x = c.row(t);
+    const auto bias = [&](int32_t e) {
+      return c.family && !c.family->bias.empty() ? bitsOf(c.family->bias[e]) : 0u;
+    };
+    for (size_t a = 0; a < k; ++a) {
+      for (size_t b = a + 1; b < k; ++b) {
+        const int32_t i = r.output.ids[t * k + a], j = r.output.ids[t * k + b];
+        if (i < 0 || j < 0 || i >= c.experts || j >= c.experts || i == j) continue;
+        if (bitsOf(x[i]) == bitsOf(x[j]) && bias(i) == bias(j) &&
+            bitsOf(r.output.gates[t * k + a]) != bitsOf(r.output.gates[t * k + b])) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // The bias simplified as the logits are: all zero first (a finding that does not need it
+  // says so by losing it), then each distinct value everywhere it occurs.
+  void simplifyBias() {
+    if (!c_.family || c_.family->bias.empty()) return;
+    {
+      Case cand = c_;
+      std::fill(cand.family->bias.begin(), cand.family->bias.end(), 0.0f);
+      if (cand.family->bias != c_.family->bias && tryCase(std::move(cand))) {
+        simplified_ = true;
+        return;
+      }
+    }
+    std::vector<uint32_t> values;
+    for (float b : c_.family->bias) {
+      if (std::find(values.begin(), values.end(), bitsOf(b)) == values.end()) {
+        values.push_back(bitsOf(b));
+      }
+      if (values.size() > 64) break;
+    }
+    for (uint32_t vb : values) {
+      for (float w : simplerThan(floatOf(vb))) {
+        if (expired()) return;
+        Case cand = c_;
+        for (float& b : cand.family->bias) {
+          if (bitsOf(b) == vb) b = w;
+        }
+        if (tryCase(std::move(cand))) {
+          simplified_ = true;
+          break;
+        }
+      }
+    }
+  }
+
   // Simpler values than v, simplest first.
   static std::vector<float> simplerThan(float v) {
     std::vector<float> out = {0.0f, 1.0f, -1.0f, 2.0f, -2.0f};
@@ -236,9 +303,11 @@ class Shrinker {
   const Router& router_;
   Case& c_;
   CaseResult& r_;
+  const ShrinkLimits& limits_;
   ViolationKind kind_;
   std::string tag_;         // a crash by SIGSEGV does not shrink into one by SIGABRT
   std::string_view shape_;  // the degenerate shape class, kept (degenerateShape)
+  bool tieEvidence_;        // tied experts kept with different gates: kept so
   Clock::time_point deadline_;
   ShrinkStats stats_;
   bool simplified_ = false;
@@ -247,9 +316,9 @@ class Shrinker {
 }  // namespace
 
 ShrinkStats shrinkViolation(Judge& judge, const Router& router, Case& c, CaseResult& r,
-                            double seconds) {
+                            double seconds, const ShrinkLimits& limits) {
   if (!r.violation || !(seconds > 0)) return {};
-  return Shrinker(judge, router, c, r, seconds).run();
+  return Shrinker(judge, router, c, r, seconds, limits).run();
 }
 
 }  // namespace moe::fuzz

@@ -23,7 +23,7 @@ class Spec32FamilyRouter final : public Router {
     Contract c;
     c.abi = std::string(kAbiV2);
     c.name = "spec32";
-    c.families = {true, true, true, true};
+    c.families = Families::everything();
     c.slotOrder = SlotOrder::kRank;
     c.batchInvariant = true;
     c.expMaxUlp = 1.0;  // glibc's expf

@@ -74,6 +74,9 @@ def _parser():
     fuzz.add_argument("--experts", help="experts to draw: values and ranges, e.g. 1-64,128")
     fuzz.add_argument("--k", help="k to draw: values and ranges (default 0 to E+2 per case)")
     fuzz.add_argument("--tokens", help="batch sizes to draw: values and ranges")
+    fuzz.add_argument("--family", help="moe_route_v2: the model recipes the router implements, "
+                                       "e.g. deepseek-v3 or llama4,mixtral (replaces the "
+                                       "contract's families)")
     fuzz.add_argument("--shrink-seconds", type=float, default=10,
                       help="time cap on shrinking each violation (default 10; 0: none)")
     fuzz.add_argument("--min-tokens", type=int, default=1000,
@@ -99,6 +102,7 @@ def _run(args):
         report = _fuzz.fuzz(
             fn, k=args.k, contract=contract, seconds=args.seconds, seed=args.seed, out=args.out,
             keep_going=args.keep_going, experts=args.experts, tokens=args.tokens,
+            family=args.family,
             shrink_seconds=args.shrink_seconds, min_tokens=args.min_tokens,
             tie_order=args.tie_order, gate_factor=args.gate_factor, gate_ulp=args.gate_ulp,
             analytic_floor=not args.no_analytic_floor, progress=True)

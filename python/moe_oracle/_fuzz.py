@@ -111,7 +111,7 @@ def _writable_out(out):
 
 
 def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=False,
-         experts=None, tokens=None, *, shrink_seconds=10, min_tokens=1000, max_cases=0,
+         experts=None, tokens=None, *, family=None, shrink_seconds=10, min_tokens=1000, max_cases=0,
          tie_order=None, gate_factor=None, gate_ulp=None, analytic_floor=True, progress=False,
          name=None):
     """Fuzzes ``fn(logits, k) -> (ids, gates)`` against the spec with the command's
@@ -133,12 +133,16 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
     ``"array": "torch"``). For parameters outside route_abi.h's domain (1 case in 16) the
     function raises ValueError, the Python spelling of MOE_ROUTE_EBADPARAMS; returning
     routes for them is a finding (bad-params-accepted), and so is a ValueError on valid ones
-    (kind exception).
+    (kind exception). ``family``: the model recipes the router implements ("deepseek-v3",
+    "llama4,mixtral" or a list of names), as ``--family``: every case follows one of them
+    (replacing the contract's "families").
     """
     text, array, contract_name = _contract.split(contract, fn)
     v2 = json.loads(text).get("abi") == "moe_route_v2"
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
+    if family is not None and not isinstance(family, str):
+        family = ",".join(family)
     route = _route_for(fn, array, v2)
     answer = _core.fuzz(
         route, Unsupported, name or contract_name or _contract.name_of(fn), text,
@@ -147,6 +151,7 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
         shrink_seconds=float(shrink_seconds), min_tokens=int(min_tokens),
         progress=bool(progress), experts=_arrays.set_text(experts, "experts"),
         k=_arrays.set_text(k, "k"), tokens=_arrays.set_text(tokens, "tokens"),
+        family=family or "",
         tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
         analytic_floor=analytic_floor)
     return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],

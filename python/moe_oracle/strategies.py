@@ -139,21 +139,39 @@ class FamilyCase(_Shape):
                 f"logits={self.logits.tolist()!r})")
 
 
+def _families(scores, groups, bias, topk_groups, group_score, renormalize, scale, recipes):
+    """The contract's "families" object of family_cases' arguments."""
+    if recipes is not None:
+        return {"recipes": [recipes] if isinstance(recipes, str) else list(recipes)}
+    families = {"scores": list(scores),
+                "groups": groups if isinstance(groups, bool) else list(groups),
+                "bias": bias if bias == "required" else bool(bias)}
+    for key, value in (("topk_groups", topk_groups), ("group_score", group_score),
+                       ("renormalize", renormalize), ("scale", scale)):
+        if value is not None:
+            families[key] = list(value)
+    return families
+
+
 def family_cases(experts="1-64", k=None, tokens="1-16", *, scores=("softmax", "sigmoid"),
-                 groups=True, bias=True, allow_invalid=False, allow_nan=True, max_bytes=4000):
+                 groups=True, bias=True, topk_groups=None, group_score=None, renormalize=None,
+                 scale=None, recipes=None, allow_invalid=False, allow_nan=True, max_bytes=4000):
     """A strategy of FamilyCase drawn by the fuzzer's family generator (drawFamilyCase).
 
-    ``scores``, ``groups``, ``bias``: what the router supports, as a v2 contract's
-    ``"families"`` says; only those are drawn. ``allow_invalid=True`` keeps the cases with
-    parameters outside route_abi.h's domain (1 in 16; ``case.valid`` is False: the router
+    ``scores``, ``groups`` (a bool or the group counts), ``bias`` (a bool or "required"),
+    ``topk_groups``, ``group_score``, ``renormalize``, ``scale`` (lists; None: free): what
+    the router supports, as a v2 contract's ``"families"`` says; only those are drawn.
+    ``recipes`` (names such as "deepseek-v3", or a list) instead draws the model recipes,
+    each at its shapes (E, k), which ``experts`` and ``k`` must then hold.
+    ``allow_invalid=True`` keeps the cases with parameters outside route_abi.h's domain (1 in 16; ``case.valid`` is False: the router
     owes a ValueError); a short struct_size, which a Python function cannot be given, is
     never kept. The rest as ``routing_cases``: the family's bytes (its parameters, one bias
     value per expert) are read after the logits' and count within ``max_bytes``.
     """
     space = _shape_space(experts, k, tokens, max_bytes)
     contract = json.dumps({"abi": "moe_route_v2",
-                           "families": {"scores": list(scores), "groups": bool(groups),
-                                        "bias": bool(bias)}})
+                           "families": _families(scores, groups, bias, topk_groups, group_score,
+                                                 renormalize, scale, recipes)})
     _core.draw_family_case(b"", *space, contract)  # a bad shape set or family fails here
 
     @st.composite

@@ -53,9 +53,10 @@ void bindCases(py::module_& m) {
          const std::string& tokens, const std::string& contract) {
         // The families come from a v2 contract's "families", read by the contract's parser.
         const fuzz::Contract parsed = fuzz::parseContract(contract);
+        const fuzz::ShapeSpace space = fuzz::shapeSpaceFor({}, experts, k, tokens, "");
+        fuzz::checkFamiliesDrawable(parsed.families, space);  // a clear ValueError, not a draw
         fuzz::SpanSource source = sourceOf(data);
-        const fuzz::Case c = fuzz::drawFamilyCase(
-            source, fuzz::shapeSpaceFor({}, experts, k, tokens, ""), parsed.families);
+        const fuzz::Case c = fuzz::drawFamilyCase(source, space, parsed.families);
         return py::make_tuple(logitsArray(c), c.k, c.split, familyToTuple(*c.family));
       },
       py::arg("data"), py::arg("experts"), py::arg("k"), py::arg("tokens"), py::arg("contract"),

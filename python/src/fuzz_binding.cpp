@@ -22,7 +22,7 @@ struct FuzzArguments {
   double shrinkSeconds = 10;
   uint64_t minTokens = 1000;
   bool progress = false;
-  std::string experts, k, tokens;
+  std::string experts, k, tokens, family;
 };
 
 py::dict fuzzFunction(py::object route, py::object unsupported, const std::string& name,
@@ -31,6 +31,16 @@ py::dict fuzzFunction(py::object route, py::object unsupported, const std::strin
   fuzz::Contract contract = fuzz::parseContract(contractJson);
   fuzz::CampaignOptions options;
   options.shapes = fuzz::shapeSpaceFor(contract.shapes, a.experts, a.k, a.tokens, "");
+  if (!a.family.empty()) {
+    if (!contract.v2()) {
+      throw std::invalid_argument(
+          "family: the recipes are moe_route_v2's; the contract needs \"abi\": \"moe_route_v2\"");
+    }
+    options.families = fuzz::familiesOfRecipes(a.family, "family");
+  }
+  if (contract.v2()) {
+    fuzz::checkFamiliesDrawable(options.families.value_or(contract.families), options.shapes);
+  }
   options.seconds = a.seconds;
   options.seed = a.seed;
   options.maxCases = a.maxCases;
@@ -67,16 +77,16 @@ void bindFuzz(py::module_& m) {
          const std::string& contract, double seconds, uint64_t seed, uint64_t maxCases,
          const std::string& out, bool keepGoing, double shrinkSeconds, uint64_t minTokens,
          bool progress, const std::string& experts, const std::string& k, const std::string& tokens,
-         const py::kwargs& knobs) {
+         const std::string& family, const py::kwargs& knobs) {
         const FuzzArguments a{seconds,   seed,     maxCases, out, keepGoing, shrinkSeconds,
-                              minTokens, progress, experts,  k,   tokens};
+                              minTokens, progress, experts,  k,   tokens,    family};
         return fuzzFunction(std::move(route), std::move(unsupported), name, contract, a,
                             makeVerdictConfig(knobs));
       },
       py::arg("route"), py::arg("unsupported"), py::arg("name"), py::arg("contract"),
       py::arg("seconds"), py::arg("seed"), py::arg("max_cases"), py::arg("out"),
       py::arg("keep_going"), py::arg("shrink_seconds"), py::arg("min_tokens"), py::arg("progress"),
-      py::arg("experts"), py::arg("k"), py::arg("tokens"),
+      py::arg("experts"), py::arg("k"), py::arg("tokens"), py::arg("family"),
       "Runs the command's campaign on route(logits, k) -> (ids, gates); returns the --json "
       "summary (text), the summary text, the violation reports and the exit code.");
 }

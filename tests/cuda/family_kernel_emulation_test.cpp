@@ -100,7 +100,7 @@ TEST(CudaFamilyKernelEmulated, MatchesTheSpecOnTheCampaignsFamilyCases) {
   space.experts = moe::fuzz::IntSet::range(1, 64);
   space.tokens = moe::fuzz::IntSet::range(1, 3);
   moe::fuzz::SeededSource source(moe::test::testRng()());
-  const moe::fuzz::Families all{true, true, true, true};
+  const moe::fuzz::Families all = moe::fuzz::Families::everything();
   for (int i = 0; i < 60; ++i) {
     const Case c = moe::fuzz::drawFamilyCase(source, space, all);
     ASSERT_ROUTE_MATCH(router, c) << "case " << i;

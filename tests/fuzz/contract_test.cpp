@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/recipes.hpp"
 #include "moe/routers.hpp"
 
 namespace moe::fuzz {
@@ -127,7 +129,7 @@ TEST(CaseV2, FamilyRoundTripsThroughJSON) {
   space.experts = IntSet::range(1, 64);
   space.tokens = IntSet::range(1, 4);
   SeededSource src(7);
-  const Families all{true, true, true, true};
+  const Families all = Families::everything();
   int withBias = 0, withGroups = 0, invalid = 0;
   for (int i = 0; i < 400; ++i) {
     const Case c = drawFamilyCase(src, space, all);
@@ -153,6 +155,87 @@ TEST(CaseV2, FamilyRoundTripsThroughJSON) {
       EXPECT_EQ(c.family->groups, 1);
     }
   }
+}
+
+// A fixed recipe spelled out field by field: each field parses, round-trips through the
+// writer, and the draw holds to every one of them on valid parameters.
+TEST(ContractV2, RestrictedFieldsParseRoundTripAndBindTheDraw) {
+  const Contract c =
+      parseContract(R"({"abi":"moe_route_v2","families":{"scores":["sigmoid"],"groups":[8],)"
+                    R"("topk_groups":[4],"group_score":["top2_sum"],"bias":"required",)"
+                    R"("renormalize":[true],"scale":[2.5]}})");
+  EXPECT_TRUE(c.families.biasRequired && c.families.bias && c.families.groups);
+  EXPECT_EQ(c.families.groupValues.text(), "8");
+  EXPECT_EQ(c.families.topkGroups.text(), "4");
+  EXPECT_EQ(c.families.groupScores, std::vector<int32_t>{1});
+  EXPECT_EQ(c.families.renormalize, std::vector<int32_t>{1});
+  EXPECT_EQ(c.families.scales, std::vector<float>{2.5f});
+  const Contract again = parseContract(contractToJSON(c));
+  EXPECT_EQ(contractToJSON(again), contractToJSON(c));
+  ShapeSpace space;
+  space.tokens = IntSet::range(1, 4);
+  SeededSource src(3);
+  int valid = 0;
+  for (int i = 0; i < 300; ++i) {
+    const Case x = drawFamilyCase(src, space, c.families);
+    const Family& f = *x.family;
+    if (!familyInvalidReason(f, x.experts).empty()) continue;
+    ++valid;
+    ASSERT_EQ(x.experts % 8, 0) << caseToJSON(x).dump();
+    EXPECT_EQ(f.score, 1);
+    EXPECT_EQ(f.bias.size(), static_cast<size_t>(x.experts));
+    EXPECT_EQ(f.groups, 8);
+    EXPECT_EQ(f.topkGroups, 4);
+    EXPECT_EQ(f.groupScore, 1);
+    EXPECT_EQ(f.renormalize, 1);
+    EXPECT_EQ(f.scale, 2.5f);
+  }
+  EXPECT_GT(valid, 200);
+}
+
+TEST(ContractV2, RecipesFixEveryFieldAndTheShape) {
+  const Contract c =
+      parseContract(R"({"abi":"moe_route_v2","families":{"recipes":["deepseek-v3","llama4"]}})");
+  EXPECT_EQ(c.families.recipes, (std::vector<std::string>{"deepseek-v3", "llama4"}));
+  EXPECT_EQ(contractToJSON(parseContract(contractToJSON(c))), contractToJSON(c));
+  ShapeSpace space;
+  space.tokens = IntSet::range(1, 8);
+  SeededSource src(5);
+  std::map<std::string, int> seen;
+  for (int i = 0; i < 300; ++i) {
+    const Case x = drawFamilyCase(src, space, c.families);
+    if (!familyInvalidReason(*x.family, x.experts).empty()) continue;
+    const std::string recipe(recipeOf(x));
+    ASSERT_FALSE(recipe.empty()) << caseToJSON(x).dump();
+    ++seen[recipe];
+  }
+  EXPECT_GT(seen["deepseek-v3"], 50);
+  EXPECT_GT(seen["llama4"], 50);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(ContractV2, FamilyMistakesAreErrorsThatNameTheField) {
+  auto fails = [](const char* families, const char* named) {
+    const std::string text = std::string(R"({"abi":"moe_route_v2","families":)") + families + "}";
+    try {
+      parseContract(text);
+      ADD_FAILURE() << text << " parsed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  fails(R"({"recipes":["llama5"]})", "unknown recipe \"llama5\"");
+  fails(R"({"recipes":["mixtral"],"bias":true})", "give it alone");
+  fails(R"({"bias":"sometimes"})", "\"families.bias\" must be true, false or \"required\"");
+  fails(R"({"groups":[0]})", "families.groups");
+  fails(R"({"scale":["2.5"]})", "families.scale");
+  fails(R"({"renormalize":[]})", "families.renormalize");
+  fails(R"({"group_score":["mean"]})", "families.group_score");
+  fails(R"({"topk_groups":[2]})", "needs groups above 1");
+  ShapeSpace narrow;
+  narrow.experts = IntSet::range(8, 13);
+  const Contract sevens = parseContract(R"({"abi":"moe_route_v2","families":{"groups":[7]}})");
+  EXPECT_THROW(checkFamiliesDrawable(sevens.families, narrow), std::invalid_argument);
 }
 
 }  // namespace moe::fuzz

@@ -3,10 +3,12 @@
 // counts are tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "run_oracle.hpp"
 
@@ -120,6 +122,88 @@ TEST(Findings, TheTiePolicyInForceTravelsWithTheReproducer) {
   EXPECT_NE(explain.out.find("tie-higher-index"), std::string::npos) << explain.out;
   const auto explainAny = runOracle("explain " + file + " --tie-order any");
   EXPECT_EQ(explainAny.out.find("[tie-higher-index]"), std::string::npos) << explainAny.out;
+}
+
+// Kernels of one model's recipe, whose contracts say so in one word: every case is that
+// recipe (or parameters outside the domain, which such a kernel must still refuse), so none
+// abstains, and the coverage counts the recipe's tokens.
+TEST(Findings, FixedRecipeKernelsAreFuzzedWithNoAbstention) {
+  for (const std::string recipe : {"deepseek_v3", "llama4"}) {
+    const auto r = runOracle("fuzz --json --seconds 3 --seed 5 --impl " + std::string(MOE_LIB_DIR) +
+                             "/libmoe_recipe_" + recipe + ".so --out " + freshDir("recipe"));
+    ASSERT_EQ(r.exitCode, 0) << recipe << "\n" << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["abstained"], 0) << recipe << ": " << j["coverage"];
+    std::string name = recipe;
+    std::replace(name.begin(), name.end(), '_', '-');
+    const auto& recipes = j["coverage"]["recipes"];
+    EXPECT_GT(recipes.value(name, uint64_t{0}), j["tokens"].get<uint64_t>() * 9 / 10) << recipes;
+    EXPECT_EQ(recipes.size(), recipes.contains("none") ? 2u : 1u) << recipes;
+  }
+  // The same kernel told --family of another recipe abstains on everything: exit 3.
+  const auto other = runOracle("fuzz --json --seconds 1 --seed 5 --family kimi-k2 --impl " +
+                               std::string(MOE_LIB_DIR) + "/libmoe_recipe_llama4.so --out " +
+                               freshDir("recipe-other"));
+  EXPECT_EQ(other.exitCode, 3) << other.out;
+}
+
+// A kernel of one shape is reported at that shape: shrinking stays inside --experts and --k
+// (it used to report E = 17, k = 2 for a run at E = 60, k = 4) and says what it shrank.
+TEST(Findings, ShrinkingStaysInsideTheShapesAskedFor) {
+  const auto r = runOracle(
+      "fuzz --json --seconds 20 --seed 1 --experts 60 --k 4 --tokens 1-64 "
+      "--tie-order lowest-index --impl " +
+      lib("tie_high_any") + " --out " + freshDir("shape-kept"));
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto shape = nlohmann::json::parse(r.out)["violations"][0]["shape"];
+  EXPECT_EQ(shape["experts"], 60) << shape;
+  EXPECT_EQ(shape["k"], 4) << shape;
+  EXPECT_GE(shape["tokens"].get<int>(), 1) << shape;
+  EXPECT_EQ(shape["drawn"]["experts"], 60) << shape;
+  EXPECT_EQ(shape["shrunk"], shape["drawn"]["tokens"] != shape["tokens"]) << shape;
+}
+
+// A position-dependent exp (gates of tied experts one ulp apart, the odd one ahead): the
+// shrunk case still keeps both tied experts, so the reproducer shows the two gates that
+// explain the order, not a bare "kept the higher index" at k = 1.
+TEST(Findings, ShrinkingKeepsBothGatesOfATie) {
+  // k = 1 is allowed: the tie met at k = 3 must not shrink to it.
+  const auto r = runOracle("fuzz --json --seconds 20 --seed 4 --experts 2-32 --k 1,3 --impl " +
+                           lib("tie_gates") + " --out " + freshDir("tie-gates"));
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto v = nlohmann::json::parse(r.out)["violations"][0];
+  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  const int k = test["k"], t = test["token"], E = test["experts"];
+  ASSERT_GE(k, 2) << test;
+  std::vector<std::string> logits;
+  for (const auto& x : test["logits"]) logits.push_back(x.dump());
+  bool shown = false;
+  for (int a = 0; a < k; ++a) {
+    for (int b = a + 1; b < k; ++b) {
+      const int i = test["ids"][t * k + a], j = test["ids"][t * k + b];
+      if (i < 0 || j < 0) continue;
+      shown = shown || (logits[t * E + i] == logits[t * E + j] &&
+                        test["gates"][t * k + a] != test["gates"][t * k + b]);
+    }
+  }
+  EXPECT_TRUE(shown) << test;
+}
+
+TEST(Findings, RecipeMistakesAreUsageErrors) {
+  const std::string lib = std::string(MOE_LIB_DIR) + "/libmoe_recipe_llama4.so";
+  const auto unknown = runOracle("fuzz --seconds 1 --family llama5 --impl " + lib, true);
+  EXPECT_EQ(unknown.exitCode, 2);
+  EXPECT_NE(unknown.out.find("unknown recipe \"llama5\"; the recipes are deepseek-v3"),
+            std::string::npos)
+      << unknown.out;
+  const auto outside =
+      runOracle("fuzz --seconds 1 --family deepseek-v3 --experts 1-64 --impl " + lib, true);
+  EXPECT_EQ(outside.exitCode, 2);
+  EXPECT_NE(outside.out.find("recipe deepseek-v3 routes at E = 256, k = 8"), std::string::npos)
+      << outside.out;
+  const auto v1 = runOracle("fuzz --seconds 1 --family mixtral --impl spec32", true);
+  EXPECT_EQ(v1.exitCode, 2);
+  EXPECT_NE(v1.out.find("moe_route_v1, which has no routing family"), std::string::npos) << v1.out;
 }
 
 }  // namespace

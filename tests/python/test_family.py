@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from moe_oracle import assert_routes, fuzz, judge
+from moe_oracle import Unsupported, assert_routes, fuzz, judge
 from moe_oracle.strategies import FamilyCase, family_cases
 
 DEEPSEEK_V3 = {"score": "sigmoid", "groups": 8, "topk_groups": 4, "group_score": "top2_sum",
@@ -211,6 +211,55 @@ def test_the_contracts_families_limit_what_is_drawn(tmp_path):
     valid = [f for f, experts in calls if is_valid(f, experts)]
     assert valid and all(f["score"] == "sigmoid" and f["bias"] is None and f["groups"] == 1
                          for f in valid)
+
+
+def llama4_only(logits, k, family):
+    """A fixed-recipe router: Llama 4's (sigmoid of the top-1 logit, raw, scale 1) and
+    nothing else; invalid parameters still a ValueError first."""
+    fr.check(family, logits.shape[1])
+    llama4 = (family["score"] == "sigmoid" and family["bias"] is None and family["groups"] == 1
+              and not family["renormalize"] and family["scale"] == 1.0 and k == 1)
+    if not llama4:
+        raise Unsupported("Llama 4's recipe only")
+    return fr.correct(logits, k, family)
+
+
+@pytest.mark.parametrize("how", [
+    {"contract": {**fr.CONTRACT, "families": {
+        "scores": ["sigmoid"], "groups": [1], "bias": False, "renormalize": [False],
+        "scale": [1.0]}, "shapes": {"experts": [16, 128], "k": [1], "tokens": ["1-64"]}},
+     "experts": None, "tokens": None},
+    {"contract": {**fr.CONTRACT, "families": {"recipes": ["llama4"]}}},
+    {"contract": fr.CONTRACT, "family": "llama4"},
+])
+def test_a_fixed_recipe_router_is_fuzzed_with_no_abstention(how, tmp_path):
+    calls = []
+
+    def spy(logits, k, family):
+        calls.append(logits.shape)
+        return llama4_only(logits, k, family)
+
+    report = run(spy, tmp_path, seconds=2, **how)
+    assert report.exit_code == 0, str(report)
+    assert report.abstained == 0 and report.tokens >= 1000
+    if "shapes" in how["contract"]:
+        assert all(t >= 1 for t, _ in calls), "the contract's tokens exclude the empty batch"
+    else:
+        assert report.coverage["recipes"].get("llama4", 0) > report.tokens // 2
+    assert all(e in (16, 128) for _, e in calls)
+
+
+def test_recipes_and_restricted_fields_reach_the_draw_and_errors_name_them():
+    with pytest.raises(ValueError, match="unknown recipe \"llama5\""):
+        family_cases(recipes=["llama5"])
+    with pytest.raises(ValueError, match="recipe deepseek-v3 routes at E = 256, k = 8"):
+        family_cases(experts="1-64", recipes="deepseek-v3")
+    with pytest.raises(ValueError, match="recipes"):
+        both = {"recipes": ["mixtral"], "bias": True}
+        fuzz(fr.correct, contract={**fr.CONTRACT, "families": both}, seconds=0.1)
+    with pytest.raises(ValueError, match="no E of the shapes drawn"):
+        fuzz(fr.correct, contract={**fr.CONTRACT, "families": {"groups": [7]}},
+             experts="8-13", seconds=0.1)
 
 
 def is_valid(family, experts):

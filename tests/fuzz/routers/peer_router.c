@@ -9,6 +9,9 @@
  *   PEER_ABSTAIN_ALL    supports nothing (MOE_ROUTE_EUNSUPPORTED on every call)
  * and the hostile kernels of issue 13, each misbehaving on one shape only:
  *   PEER_SEGV_E13       dereferences NULL when E = 13
+ *   PEER_TIE_GATES      a position-dependent exp, as ggml's: an odd expert's exp is one ulp
+ *                       larger, so equal logits get gates one ulp apart and an odd index
+ *                       wins the tie (a higher index against the even one before it)
  *   PEER_EMPTY_ABORT_SEGV_E13  calls abort() on an empty batch (T = 0) and dereferences NULL
  *                       when E = 13: two faults of one kind, one only on a degenerate shape
  *   PEER_ABORT_K3       calls abort() when k = 3
@@ -65,6 +68,9 @@ static void route_token(int32_t experts, int32_t k, const float* x, float* p, in
   for (int32_t i = 0; i < experts; ++i) m = m <= x[i] ? x[i] : m;
   for (int32_t i = 0; i < experts; ++i) {
     p[i] = expf(x[i] - m);
+#ifdef PEER_TIE_GATES
+    if (i & 1) p[i] = nextafterf(p[i], INFINITY);
+#endif
     d += p[i];
   }
   for (int32_t i = 0; i < experts; ++i) {

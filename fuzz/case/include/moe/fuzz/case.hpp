@@ -146,7 +146,16 @@ struct Families;  // contract.hpp
 // structures (tied groups, cancelling and overturning biases, groups of one, k above the
 // eligible experts, the shapes of DeepSeek-V3, Kimi K2, Llama 4 and DeepSeek-V2 when the
 // space holds them) and, 1 case in 16, parameters outside the domain (docs/fuzz.md).
+// The draw follows every restriction of `families` (the values of groups, topk_groups,
+// group_score, renormalize and scale, a required bias) or its named recipes, at their shapes.
 Case drawFamilyCase(ByteSource& source, const ShapeSpace& space, const Families& families);
+// True when `c` is a case the run could have drawn: its shape inside `space` and, for a
+// family case with valid parameters, every field one `families` allows (a recipe's, when
+// it names recipes). A shrunk case stays inside, so it fits the kernel the user described.
+bool caseInside(const Case& c, const ShapeSpace& space, const Families* families);
+// Throws std::invalid_argument saying why when no case of `families` fits `space` (a recipe
+// whose shapes are outside it, group counts that divide none of its E).
+void checkFamiliesDrawable(const Families& families, const ShapeSpace& space);
 
 // The family's JSON inside a case's ("family": {...}); bias and scale as hex32 bits.
 nlohmann::json familyToJSON(const Family& f);

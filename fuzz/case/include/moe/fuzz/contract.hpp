@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "moe/fuzz/shapes.hpp"
 
@@ -22,9 +23,9 @@ TieOrder parseTieOrder(std::string_view text, std::string_view what);
 
 // The shapes a kernel supports ("shapes" in the contract); empty sets: any.
 struct SupportedShapes {
-  IntSet experts, k;
-  int64_t maxTokens = 0;  // 0: any
-  bool any() const { return experts.empty() && k.empty() && maxTokens == 0; }
+  IntSet experts, k, tokens;  // "tokens": values and ranges, e.g. "1-65536" (no empty batch)
+  int64_t maxTokens = 0;      // 0: any
+  bool any() const { return experts.empty() && k.empty() && tokens.empty() && maxTokens == 0; }
 };
 
 // |g - exact| <= spec32Factor * |g_spec32 - exact| + ulp * ulp32(exact) (+ the verdict's
@@ -36,13 +37,34 @@ struct GateBudget {
 
 // moe_route_v2 only (the routing family, route_abi.h): what the router supports, so that
 // the fuzzer draws only that ("families" in the contract; absent: softmax, no groups, no
-// bias).
+// bias). A kernel of one model's recipe lists exactly its values, or names the recipe.
 struct Families {
   bool softmax = true;
   bool sigmoid = false;
-  bool groups = false;  // groups > 1
-  bool bias = false;
+  bool groups = false;        // groups > 1 may be drawn ("groups": true, or a list holding one)
+  bool bias = false;          // a bias may be drawn
+  bool biasRequired = false;  // "bias": "required": every case has one
+  IntSet groupValues;         // "groups": [values] (1 = no grouping); empty: not restricted
+  IntSet topkGroups;          // "topk_groups": [values]; empty: any in 1..groups
+  std::vector<int32_t> groupScores;  // "group_score": MOE_GROUP_* allowed; empty: both
+  std::vector<int32_t> renormalize;  // "renormalize": 0 and/or 1; empty: both
+  std::vector<float> scales;         // "scale": the values; empty: the fuzzer's own
+  std::vector<std::string> recipes;  // "recipes": named recipes (recipes.hpp), alone
+  // Every score, groups and a bias: the whole family, nothing else narrowed.
+  static Families everything() {
+    Families f;
+    f.softmax = f.sigmoid = f.groups = f.bias = true;
+    return f;
+  }
+  // True when some field narrows the groups drawn (values, topk_groups or group_score).
+  bool restrictsGroups() const {
+    return !groupValues.empty() || !topkGroups.empty() || !groupScores.empty();
+  }
 };
+
+// The families of named recipes ("deepseek-v3,kimi-k2", as --family takes them). Throws
+// std::invalid_argument naming an unknown recipe and the known ones.
+Families familiesOfRecipes(std::string_view names, std::string_view what);
 
 inline constexpr std::string_view kAbiV1 = "moe_route_v1";
 inline constexpr std::string_view kAbiV2 = "moe_route_v2";

@@ -25,6 +25,8 @@ class IntSet {
  public:
   IntSet() = default;
   static IntSet range(int64_t lo, int64_t hi);
+  // The set of these values (any order, repeats allowed), in one pass after a sort.
+  static IntSet ofValues(std::vector<int64_t> values);
   // "8", "1-64", "8,16,32-64". Throws std::invalid_argument naming `what` (the flag or
   // field) on a malformed item or one outside [min, max].
   static IntSet parse(std::string_view text, std::string_view what, int64_t min, int64_t max);

@@ -52,6 +52,8 @@ struct FoundViolation {
 // Tokens judged per band of E, k and T (docs/fuzz.md "Coverage"), and what was abstained.
 struct Coverage {
   std::map<std::string, uint64_t> experts, k, tokens, kVsExperts;
+  // moe_route_v2: tokens per model recipe the case follows (recipeOf; "none" for others).
+  std::map<std::string, uint64_t> recipes;
   std::map<std::string, uint64_t> abstainReasons;  // cases, by the router's reason
   // `judged` tokens of a case of this shape (fewer than `tokens` after a violation).
   void add(int32_t experts, int32_t k, int32_t tokens, int32_t judged);

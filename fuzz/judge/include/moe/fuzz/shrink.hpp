@@ -2,7 +2,10 @@
 // found at E = 605, k = 460 is reported at E = 2, k = 1, with logits like 0 and 1.
 #pragma once
 
+#include <optional>
+
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/contract.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/verdict.hpp"
 
@@ -23,7 +26,17 @@ struct ShrinkStats {
 //      a simpler one: 0, ±1, ±2, its integer part, itself with fewer significant bits.
 // A bug that needs its shape (E = 1, k >= E, a large T) keeps what it needs: every step is
 // taken only when the same kind reproduces.
+// Every step stays inside `space` and `families` (caseInside: the shapes and recipe the
+// run was asked for; a kernel of E = 60, k = 4 is never reported at E = 17), keeps the
+// degenerate shape class (an empty batch neither entered nor left), and keeps a tie's
+// evidence: when the violating token's tied experts (equal logits and bias) were both kept
+// with different gates, so are they in the shrunk case. The bias is simplified as the
+// logits are.
+struct ShrinkLimits {
+  ShapeSpace space;
+  std::optional<Families> families;
+};
 ShrinkStats shrinkViolation(Judge& judge, const Router& router, Case& c, CaseResult& r,
-                            double seconds);
+                            double seconds, const ShrinkLimits& limits = {});
 
 }  // namespace moe::fuzz
