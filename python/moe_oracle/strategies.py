@@ -163,10 +163,11 @@ def family_cases(experts="1-64", k=None, tokens="1-16", *, scores=("softmax", "s
     the router supports, as a v2 contract's ``"families"`` says; only those are drawn.
     ``recipes`` (names such as "deepseek-v3", or a list) instead draws the model recipes,
     each at its shapes (E, k), which ``experts`` and ``k`` must then hold.
-    ``allow_invalid=True`` keeps the cases with parameters outside route_abi.h's domain (1 in 16; ``case.valid`` is False: the router
-    owes a ValueError); a short struct_size, which a Python function cannot be given, is
-    never kept. The rest as ``routing_cases``: the family's bytes (its parameters, one bias
-    value per expert) are read after the logits' and count within ``max_bytes``.
+    ``allow_invalid=True`` keeps the cases with parameters outside route_abi.h's domain (1 in
+    16; ``case.valid`` is False: the router owes a ValueError); a short struct_size, which a
+    Python function cannot be given, is never kept. The rest as ``routing_cases``: the
+    family's bytes (its parameters, one bias value per expert) are read after the logits'
+    and count within ``max_bytes``.
     """
     space = _shape_space(experts, k, tokens, max_bytes)
     contract = json.dumps({"abi": "moe_route_v2",
