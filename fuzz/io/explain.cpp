@@ -100,6 +100,7 @@ std::string explainVectors(const nlohmann::json& file, const Router* impl,
               throw std::invalid_argument("ids/gates must hold tokens * k entries");
             }
             r = asFound.recorded(c, ids, gates, contract);
+            keepRecordedDowngrade(r, t.value("kind", std::string()));
             who = t.value("impl", std::string("?")) + " (recorded output)";
           }
           int32_t token = t.value("token", 0);

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -10,6 +12,26 @@ namespace moe::fuzz {
 
 // route_abi.h's MOE_ROUTE_EBADPARAMS (fuzz/judge does not include impl/ headers).
 constexpr int MOE_ROUTE_EBADPARAMS_STATUS = 6;
+
+bool isGateCause(ViolationKind kind) {
+  return kind == ViolationKind::kGateBias || kind == ViolationKind::kGateScale ||
+         kind == ViolationKind::kGateRenorm;
+}
+
+void causeNotConfirmed(Verdict& v, std::string_view why) {
+  // The cause leaves the certificate's claims and is told as the hypothesis it was.
+  const std::string claim = "; " + v.causeText;
+  if (const size_t at = v.certificate.rfind(claim);
+      !v.causeText.empty() && at != std::string::npos) {
+    v.certificate.erase(at, claim.size());
+  }
+  v.certificate +=
+      fmt::format("; the numbers fit {}{}, but {}: the cause is not confirmed", kindName(v.kind),
+                  v.causeText.empty() ? "" : fmt::format(" ({})", v.causeText), why);
+  v.kind = ViolationKind::kGateError;
+  v.cause.clear();
+  v.causeText.clear();
+}
 
 Outcome CaseResult::worst() const {
   Outcome w = Outcome::kExact;
@@ -106,6 +128,95 @@ std::optional<Verdict> checkBatchInvariance(const Router& router, const Case& c,
                      fmt::format("with {} threads instead of {}", otherThreads, c.threads));
 }
 
+// The experiment behind a named gate cause: the violating token alone, rerun with the one
+// parameter the cause names varied. Numbers can fit a cause by coincidence (gates E times
+// too large look like a scale applied twice when the scale is E; an additive epsilon like a
+// bias when the bias is zero), the router's behaviour under the change cannot.
+void confirmGateCause(const Router& router, const Case& c, CaseResult& r,
+                      const VerdictConfig& config, LevelCounters& levels) {
+  Verdict& v = *r.violation;
+  if (!c.family || !isGateCause(v.kind) || v.cause == "renorm-set") return;
+  if (v.token < 0 || v.token >= c.tokens) return;
+  Case one = c;
+  one.tokens = 1;
+  one.split = 0;
+  const auto row = c.row(v.token);
+  one.logits.assign(row.begin(), row.end());
+  Family& f = *one.family;
+  std::string varied;
+  // The cause holds when the rerun is right (bias, flag) or shows the same cause (scale).
+  bool sameCauseAgain = false;
+  if (v.cause == "bias") {
+    std::fill(f.bias.begin(), f.bias.end(), 0.0f);
+    varied = "with the bias set to zero";
+  } else if (v.cause == "scale") {
+    for (float s : {3.0f, 0.375f, 5.0f}) {
+      if (s != f.scale && s != static_cast<float>(c.experts) && s * s != f.scale) {
+        f.scale = s;
+        break;
+      }
+    }
+    varied = fmt::format("at scale {}", decimal32(f.scale));
+    sameCauseAgain = true;
+  } else if (v.cause == "renorm-flag") {
+    f.renormalize = 1 - f.renormalize;
+    varied = fmt::format("with renormalize {}", f.renormalize);
+  } else {
+    return;
+  }
+  auto rerun = [&](const Case& x, std::string& said) -> std::optional<CaseResult> {
+    RouteOutput out = router.route(x.tokens, x.experts, x.k, x.logits, x.threads, &*x.family);
+    if (out.fault || out.abstained) {
+      said = fmt::format("the router did not route the rerun ({})",
+                         out.fault ? out.fault->detail : out.abstainReason);
+      return std::nullopt;
+    }
+    return judgeRecorded(x, out.ids, out.gates, router.contract(), config, levels);
+  };
+  auto gateWrong = [](const CaseResult& x) {
+    return x.violation &&
+           (x.violation->kind == ViolationKind::kGateError || isGateCause(x.violation->kind));
+  };
+  std::string why;
+  const auto again = rerun(one, why);
+  if (!again) {
+    causeNotConfirmed(v, fmt::format("{}: {}", varied, why));
+    return;
+  }
+  bool followed =
+      sameCauseAgain ? again->violation && again->violation->kind == v.kind : !gateWrong(*again);
+  if (followed && v.cause == "renorm-flag") {
+    // At one kept expert, or logits where binary32 absorbs a term, another bug can give
+    // exactly the renormalised (or raw) gates; a router that mistakes the flag does so at
+    // ordinary logits too: the row shifted so that its largest logit is 0.
+    Case shifted = one;
+    shifted.family->renormalize = c.family->renormalize;
+    float m = -INFINITY;
+    for (float x : shifted.logits) m = std::max(m, x);
+    for (float& x : shifted.logits) x -= m;
+    const auto atZero = rerun(shifted, why);
+    followed = atZero && atZero->violation && atZero->violation->kind == v.kind;
+    if (!followed) {
+      causeNotConfirmed(
+          v, fmt::format("the same row shifted to a largest logit of 0 {}",
+                         !atZero ? why
+                         : atZero->violation
+                             ? fmt::format("is judged {}", kindName(atZero->violation->kind))
+                             : std::string("is routed right")));
+      return;
+    }
+  }
+  if (followed) {
+    v.certificate += fmt::format(" [confirmed: the rerun {} {}]", varied,
+                                 sameCauseAgain ? "shows the same cause" : "has the spec's gates");
+    return;
+  }
+  causeNotConfirmed(v, fmt::format("the rerun {} {}", varied,
+                                   again->violation ? fmt::format("is judged {}",
+                                                                  kindName(again->violation->kind))
+                                                    : std::string("has no gate error")));
+}
+
 }  // namespace
 
 // Parameters outside the domain: MOE_ROUTE_EBADPARAMS and the outputs as they were given
@@ -186,6 +297,7 @@ CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& c
   }
   CaseResult r = judgeRecorded(c, out.ids, out.gates, router.contract(), config, levels);
   r.output = std::move(out);
+  if (r.violation) confirmGateCause(router, c, r, config, levels);
   if (!r.violation && config.checkBatchInvariance && router.contract().batchInvariant) {
     if (auto v = checkBatchInvariance(router, c, r.output)) r.violation = v;
   }

@@ -263,6 +263,34 @@ SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t
 }
 enum class Decision { kWithin, kBeyond, kUndecided };
 
+// What the gates of a token share against the spec's (measured, never a cause): one factor
+// for every slot, and what the kept gates sum to. "" when no pattern holds.
+std::string gatePattern(std::span<const float> gates, const std::vector<double>& spec, double scale,
+                        bool renorm) {
+  std::string out;
+  double first = 0, sum = 0, specSum = 0;
+  bool common = !spec.empty();
+  for (size_t s = 0; s < spec.size(); ++s) {
+    sum += gates[s];
+    specSum += spec[s];
+    if (!(spec[s] != 0)) {
+      common = false;
+      continue;
+    }
+    const double ratio = gates[s] / spec[s];
+    if (s == 0) first = ratio;
+    common = common && std::fabs(ratio - first) <= 64 * kU32 * std::fabs(first);
+  }
+  if (common && std::isfinite(first)) {
+    out = fmt::format("every gate off by the same factor {:.9g}", first);
+  }
+  if (renorm) {
+    out += fmt::format("{}the kept gates sum to {:.9g} (the scale {:.9g}: off by {:.3g})",
+                       out.empty() ? "" : "; ", sum, scale, sum - specSum);
+  }
+  return out;
+}
+
 std::string keyText(std::span<const float> x, const Family& f, const FamilyRow& r, int32_t e) {
   return fmt::format(
       "expert {}: x = {} ({}){} s = {:.9g} key s + b = {:.9g}", e, decimal32(x[e]), hex32(x[e]),
@@ -458,12 +486,17 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     }
     if (jStar >= 0 && maxLlo > minHhi) {
       const double budget = r.beta[iStar] + r.beta[jStar];
-      return violation(ViolationKind::kBiasedKey,
-                       fmt::format("selection: eligible displaced {} beats kept {} by {:.6g} on "
-                                   "the biased keys, beyond the binary32 budget {:.6g} ({})",
-                                   keyText(x, f, r, jStar), keyText(x, f, r, iStar),
-                                   r.c[jStar] - r.c[iStar], budget, familyText(f)),
-                       budget > 0 ? (r.c[jStar] - r.c[iStar]) / budget : kInf);
+      // biased-key names the bias: only when the two experts' biases differ, so that the
+      // bias is part of what decides between them; else the scores alone do (beaten-kept).
+      const bool biasDecides = !f.bias.empty() && f.bias[jStar] != f.bias[iStar];
+      return violation(
+          biasDecides ? ViolationKind::kBiasedKey : ViolationKind::kBeatenKept,
+          fmt::format("selection: eligible displaced {} beats kept {} by {:.6g} on "
+                      "the {}, beyond the binary32 budget {:.6g} ({})",
+                      keyText(x, f, r, jStar), keyText(x, f, r, iStar), r.c[jStar] - r.c[iStar],
+                      biasDecides ? "biased keys" : "keys (equal biases or none)", budget,
+                      familyText(f)),
+          budget > 0 ? (r.c[jStar] - r.c[iStar]) / budget : kInf);
     }
     if (maxLhi > minHlo) undecided = true;
     double minC = kInf, maxC = -kInf;
@@ -672,51 +705,81 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
       ++(d == Decision::kUndecided ? levels.gateUndecided : levels.gateCertified);
     }
     if (d != Decision::kBeyond) continue;
-    // Beyond: name the cause when one formula explains every slot of the token.
-    auto explains = [&](auto weight, bool renorm, double factor) {
-      double total = 0;
-      for (int32_t e2 : S) total += weight(e2);
+    // Beyond: name a cause only when one formula explains every slot of the token and
+    // the case can tell it from the spec's own gates (a bias of zeros, a scale of 1, a
+    // renormalisation by a sum of 1 cannot); else gate-error, with the pattern measured.
+    // judgeCase confirms a named cause by a rerun where the router is at hand.
+    auto fits = [&](double g, double alt) {
+      return std::fabs(g - alt) <= 64 * kU32 * std::fabs(alt) + 0x1p-140;
+    };
+    auto formula = [&](auto weight, bool renorm, double factor, double total) {
+      std::vector<double> out;
+      if (total < 0) {
+        total = 0;
+        for (int32_t e2 : S) total += weight(e2);
+      }
       for (int32_t s2 = 0; s2 < n; ++s2) {
         const double w = weight(S[s2]);
-        const double alt = (renorm ? w / total : w) * factor;
-        if (!(std::fabs(gates[s2] - alt) <= 64 * kU32 * std::fabs(alt) + 0x1p-140)) return false;
+        out.push_back((renorm ? w / total : w) * factor);
       }
-      return true;
+      return out;
+    };
+    const std::vector<double> spec =
+        formula([&](int32_t j) { return r.s[j]; }, f.renormalize == 1, scale, -1);
+    // The hypothesis explains every slot and differs from the spec's gates somewhere.
+    auto explains = [&](const std::vector<double>& alt) {
+      bool differs = false;
+      for (int32_t s2 = 0; s2 < n; ++s2) {
+        if (!fits(gates[s2], alt[s2])) return false;
+        differs = differs || !fits(spec[s2], alt[s2]);
+      }
+      return differs;
     };
     auto unbiased = [&](int32_t j) { return r.s[j]; };
     auto biased = [&](int32_t j) { return r.c[j]; };
     const bool renorm = f.renormalize == 1;
+    bool biasNonZero = false;
+    for (int32_t e2 : S) biasNonZero = biasNonZero || (!f.bias.empty() && f.bias[e2] != 0.0f);
     ViolationKind kind = ViolationKind::kGateError;
-    std::string cause;
-    if (!f.bias.empty() && (explains(biased, renorm, scale) || explains(biased, !renorm, scale))) {
+    std::string cause, hypothesis;
+    if (biasNonZero && (explains(formula(biased, renorm, scale, -1)) ||
+                        explains(formula(biased, !renorm, scale, -1)))) {
       kind = ViolationKind::kGateBias;
+      hypothesis = "bias";
       cause = "the gates are the biased keys s + b, not the scores s";
-    } else if (scale != 1.0 &&
-               (explains(unbiased, renorm, 1.0) || explains(unbiased, renorm, scale * scale))) {
+    } else if (scale != 1.0 && (explains(formula(unbiased, renorm, 1.0, -1)) ||
+                                explains(formula(unbiased, renorm, scale * scale, -1)))) {
       kind = ViolationKind::kGateScale;
+      hypothesis = "scale";
       cause = renorm ? "the scale is missing (scaled before renormalising, where it cancels?)"
                      : "the scale is missing or applied twice";
-    } else if (explains(unbiased, !renorm, scale)) {
+    } else if (explains(formula(unbiased, !renorm, scale, -1))) {
       kind = ViolationKind::kGateRenorm;
+      hypothesis = "renorm-flag";
       cause = renorm ? "the gates are not renormalised" : "the gates are renormalised";
-    } else if (renorm && r.s[S[0]] > 0 && gates[0] != 0.0f) {
-      // Renormalised over another set (the eligible experts, all of them): every gate is
-      // s_e * scale / T for one T, not the kept set's sum.
-      const double T = r.s[S[0]] * scale / gates[0];
-      bool common = std::isfinite(T) && T > 0;
-      for (int32_t s2 = 0; s2 < n && common; ++s2) {
-        const double alt = r.s[S[s2]] / T * scale;
-        common = std::fabs(gates[s2] - alt) <= 64 * kU32 * std::fabs(alt) + 0x1p-140;
+    } else if (renorm) {
+      // Renormalised over another set the router has at hand: its eligible experts (the
+      // groups it kept) or all of them.
+      double eligibleSum = 0, allSum = 0;
+      for (int32_t j = 0; j < E; ++j) {
+        allSum += r.s[j];
+        if (!gr || routerGroup[static_cast<size_t>(j / gr->size)]) eligibleSum += r.s[j];
       }
-      if (common && std::fabs(T - sumS) > 64 * kU32 * sumS) {
-        kind = ViolationKind::kGateRenorm;
-        cause = fmt::format(
-            "renormalised over a sum of {:.9g}, not the kept scores' {:.9g} "
-            "(another set: the eligible experts?)",
-            T, sumS);
+      for (const auto& [total, set] :
+           {std::pair{eligibleSum, "its eligible experts"}, std::pair{allSum, "all the experts"}}) {
+        if (explains(formula(unbiased, true, scale, total))) {
+          kind = ViolationKind::kGateRenorm;
+          hypothesis = "renorm-set";
+          cause = fmt::format(
+              "renormalised over {} (their scores sum to {:.9g}), not over the "
+              "kept experts (theirs sum to {:.9g})",
+              set, total, sumS);
+          break;
+        }
       }
     }
-    return violation(
+    if (kind == ViolationKind::kGateError) cause = gatePattern(gates.first(n), spec, scale, renorm);
+    Verdict v = violation(
         kind,
         fmt::format(
             "slot {} (expert {}): gate {} ({}) but the exact gate of the router's kept set "
@@ -727,6 +790,9 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
             g32 ? (*g32)[static_cast<size_t>(s)] : std::nan(""), F, U,
             config.analyticFloor ? "on" : "off", cause.empty() ? "" : "; " + cause),
         bHi > 0 ? devLo / bHi : kInf);
+    v.cause = hypothesis;
+    if (!hypothesis.empty()) v.causeText = cause;
+    return v;
   }
   return result;
 }

@@ -33,6 +33,25 @@ double sigmoid64(float x) {
 // difference exceeds the budget by less than the binary64 filter's error (~2^-50
 // relative) but more than the MPFR enclosures' (2^-60): only the certified level sees the
 // violation, which the judge once gave to the router as undecided.
+// biased-key names the bias: only when the two experts' biases differ; else the scores
+// decide between them and the kind is v1's beaten-kept.
+TEST(FamilySelection, BiasedKeyOnlyWhenTheBiasDecides) {
+  Token t;
+  t.f.score = 1;
+  t.x = {0.0f, 0.0f};
+  t.f.bias = {0.0f, 1.0f};  // expert 1's key is 1 above expert 0's, by its bias alone
+  t.ids = {0};
+  t.gates = {0.5f};
+  LevelCounters levels;
+  EXPECT_EQ(judgeAt(t, 1, levels).kind, ViolationKind::kBiasedKey);
+  t.x = {0.0f, 3.0f};
+  t.f.bias = {0.25f, 0.25f};  // the same bias: the scores decide
+  t.gates = {0.5f};
+  EXPECT_EQ(judgeAt(t, 1, levels).kind, ViolationKind::kBeatenKept);
+  t.f.bias.clear();
+  EXPECT_EQ(judgeAt(t, 1, levels).kind, ViolationKind::kBeatenKept);
+}
+
 TEST(FamilySelection, KeyDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   Token t;  // sigmoid, one group: the router keeps expert 0, expert 1 scores higher
   t.x = {0.0f, 1e-4f};
@@ -43,7 +62,7 @@ TEST(FamilySelection, KeyDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   LevelCounters levels;
   const Verdict v = judgeAt(t, c, levels);
   ASSERT_EQ(v.outcome, Outcome::kViolation) << v.certificate;
-  EXPECT_EQ(v.kind, ViolationKind::kBiasedKey);
+  EXPECT_EQ(v.kind, ViolationKind::kBeatenKept) << "no bias: the scores alone decide";
   EXPECT_NE(v.certificate.find("certified"), std::string::npos) << v.certificate;
   EXPECT_EQ(levels.selectionCertified, 1u);
   EXPECT_EQ(levels.selectionDouble, 0u);

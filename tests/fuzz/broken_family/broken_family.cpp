@@ -6,6 +6,16 @@
 //   3 group-tie-high       equal group scores go to the higher group      -> group-tie-order
 //   4 scale-before-renorm  w = s * scale, then renormalised: scale lost   -> gate-scale
 //   5 renorm-eligible      renormalised over the eligible, not the kept   -> gate-renorm
+// and three gate bugs that no cause explains, each of which some kind used to be guessed
+// for (a kind names a cause only when verified, docs/fuzz.md):
+//  10 renorm-epsilon       1e-20 added to the renormalising sum           -> gate-error
+//  11 logsumexp            softmax as exp(x - lse), lse = m + log(sum) in binary32, which
+//                          absorbs log(sum) at large logits: raw gates E times too large
+//                                                                         -> gate-error
+//  12 perturbed            each gate off by a pseudo-random 1e-3 relative -> gate-error
+//  13 logsumexp-scale-e    11 on a kernel of E = 16 and scale 16, where E times too large
+//                          is also "the scale applied twice": a rerun at another scale
+//                          tells them apart                               -> gate-error
 // and a hostile kernel each (the kernel under test may be broken in any way; moe-oracle runs
 // it isolated and must survive and report; tests/fuzz/hostile_kernels_test.cpp), misbehaving
 // on one family only:
@@ -54,7 +64,12 @@ void routeRow(const moe_route_params_v2& p, const float* x, int32_t* ids, float*
     for (int32_t e = 0; e < E; ++e) m = m <= x[e] ? x[e] : m;
     float d = 0;
     for (int32_t e = 0; e < E; ++e) d += (s[e] = std::exp(x[e] - m));
-    for (int32_t e = 0; e < E; ++e) s[e] /= d;
+    if (kBug == 11 || kBug == 13) {
+      const float lse = m + std::log(d);
+      for (int32_t e = 0; e < E; ++e) s[e] = std::exp(x[e] - lse);
+    } else {
+      for (int32_t e = 0; e < E; ++e) s[e] /= d;
+    }
   } else {
     for (int32_t e = 0; e < E; ++e) s[e] = 1.0f / (1.0f + std::exp(0.0f - x[e]));
   }
@@ -97,12 +112,14 @@ void routeRow(const moe_route_params_v2& p, const float* x, int32_t* ids, float*
   std::sort(byIndex.begin(), byIndex.end());
   float total = 0;
   for (int32_t e : byIndex) total += w[e];
+  if (kBug == 10) total += 1e-20f;
   for (int32_t slot = 0; slot < k; ++slot) {
     if (slot < n) {
       const int32_t e = cand[slot];
       ids[slot] = e;
       const float g = p.renormalize ? w[e] / total : w[e];
       gates[slot] = kBug == 4 ? g : g * p.scale;
+      if (kBug == 12) gates[slot] *= 1.0f + 1e-3f * static_cast<float>((e * 7919 + slot) % 5 + 1);
     } else {
       ids[slot] = -1;
       gates[slot] = 0.0f;
@@ -141,6 +158,12 @@ __attribute__((visibility("default"))) int moe_route_v2(const moe_route_params_v
 }
 
 __attribute__((visibility("default"))) const char* moe_route_v2_contract(void) {
+  if (kBug == 13) {  // a kernel of one shape and scale: E = 16, raw softmax, scale 16
+    return "{\"abi\": \"moe_route_v2\", \"name\": \"broken-family-" MOE_FAMILY_BUG_NAME
+           "\", \"families\": {\"scores\": [\"softmax\"], \"renormalize\": [false], "
+           "\"scale\": [16]}, \"slot_order\": \"rank\", \"exp_max_ulp\": 1, "
+           "\"shapes\": {\"experts\": [16], \"max_tokens\": 16}}";
+  }
   return "{\"abi\": \"moe_route_v2\", \"name\": \"broken-family-" MOE_FAMILY_BUG_NAME
          "\", \"families\": {\"scores\": [\"softmax\", \"sigmoid\"], \"groups\": true, "
          "\"bias\": true}, \"slot_order\": \"rank\", \"exp_max_ulp\": 1, "

@@ -59,6 +59,11 @@ ReplaySummary replayVectors(const nlohmann::json& file, const Router* impl,
 
 // One case told for a person: each expert's logit, rank, kept or not, exact probability
 // and gate intervals, the implementation's output, the margins, the verdict and why.
+// A recorded output judged again without its router names a gate cause by number alone; the
+// run that found it had rerun the router and found the cause did not hold (recorded
+// gate-error): the verdict says so again, as gate-error.
+void keepRecordedDowngrade(CaseResult& r, std::string_view recordedKind);
+
 // Tests that cannot be read are told as such and counted in `*unexplained` when given.
 std::string explainVectors(const nlohmann::json& file, const Router* impl,
                            const VerdictConfig& config, int* unexplained = nullptr);

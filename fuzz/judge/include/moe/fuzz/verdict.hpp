@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
@@ -28,7 +29,18 @@ struct Verdict {
   std::string certificate;  // the evidence, with numbers (hex and decimal)
   int32_t token = -1;
   double margin = 0;  // acceptable: worst (difference / budget) <= 1; violation: > 1
+  // A gate kind's hypothesis, for its confirmation by a rerun (confirmGateCause): "bias",
+  // "scale", "renorm-flag" (the renormalize flag not followed), "renorm-set" (the sum of
+  // another set, matched by number alone); "" otherwise.
+  std::string cause;
+  std::string causeText;  // the cause as the certificate words it ("the gates are ...")
 };
+
+// True for the gate kinds that name a cause: gate-bias, gate-scale, gate-renorm.
+bool isGateCause(ViolationKind kind);
+// A named cause the evidence does not bear out becomes gate-error, the certificate saying
+// which hypothesis the numbers fit and why it was not kept.
+void causeNotConfirmed(Verdict& v, std::string_view why);
 
 // Knobs the CLI exposes (--gate-factor, --gate-ulp, --no-analytic-floor, --tie-order).
 struct VerdictConfig {
@@ -89,6 +101,10 @@ struct CaseResult {
 // Routes the case and judges every token; then, when the contract claims batch
 // invariance, reruns one of: the token at case.split alone, the batch split at case.split,
 // the batch with another thread count (picked by case.variant), and requires the same bits.
+// A gate kind that names a cause (gate-bias, gate-scale, gate-renorm) is then confirmed by
+// rerunning the router on the violating token varied in the one parameter the cause names
+// (the bias set to zero, another scale, the renormalize flag flipped), and kept only when
+// the error follows; else it becomes gate-error.
 CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& config,
                      LevelCounters& levels);
 
