@@ -203,6 +203,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   Judge judge(options.config);
   Judge shrinkJudge(options.config);  // shrinking's runs are not coverage
   SeededSource source(options.seed);
+  CallCost cost;
   const bool terminal = isatty(STDERR_FILENO) != 0;
   const auto start = Clock::now();
   auto lastProgress = start;
@@ -214,8 +215,23 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     }
     // Not const: a violation shrinks it. A v2 router gets the family's cases.
     Case c = routerCase(source, contract, options.shapes);
+    if (cost.fitted() && elapsed() + cost.predict(c.experts, c.k, c.tokens) > options.seconds) {
+      ++s.skippedTooSlow;  // it would end past the time limit: the draw goes on
+      continue;
+    }
+    router.setCallTimeout(cost.hangAfter(c.experts, c.k, c.tokens));
     CaseResult r = judge.run(router, c);
     ++s.cases;
+    if (!r.output.fault) {
+      const double budget = cost.budget(c.experts, c.k, c.tokens);
+      if (r.output.seconds > budget) {
+        if (r.output.seconds > s.slow.seconds) {
+          s.slow = {s.slow.calls, r.output.seconds, budget, c.experts, c.k, c.tokens};
+        }
+        ++s.slow.calls;
+      }
+      cost.add(c.experts, c.k, c.tokens, r.output.seconds);
+    }
     if (r.abstained) {
       ++s.abstained;
       ++s.coverage.abstainReasons[r.abstainReason];
@@ -258,6 +274,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   if (options.progress && terminal) std::fprintf(stderr, "\n");
   s.seconds = elapsed();
   s.levels = judge.levels();
+  s.medianCallSeconds = cost.medianSeconds();
   return s;
 }
 
@@ -295,6 +312,13 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
     if (j["coverage"][key].is_null()) j["coverage"][key] = nlohmann::json::object();
   }
   j["verdict_config"] = s.verdictConfig;
+  j["slow"] = {
+      {"calls", s.slow.calls},
+      {"slowest_seconds", s.slow.seconds},
+      {"slowest_budget", s.slow.budget},
+      {"slowest_shape", {{"experts", s.slow.experts}, {"k", s.slow.k}, {"tokens", s.slow.tokens}}}};
+  j["skipped_too_slow"] = s.skippedTooSlow;
+  j["median_call_seconds"] = s.medianCallSeconds;
   j["interrupted"] = s.interrupted;
   j["violations"] = nlohmann::json::array();
   for (const auto& v : s.violations) {
@@ -364,11 +388,28 @@ std::string summaryText(const CampaignSummary& s) {
         kindName(v.kind), v.signature, v.count, v.reproducer.empty() ? "(not saved)" : v.reproducer,
         v.experts, v.k, v.tokens, note);
   }
+  if (s.slow.calls > 0) {
+    out += fmt::format(
+        "slow (a note, not a violation): {} call(s) past their budget; the slowest took {:.3g} s "
+        "at E = {}, k = {}, T = {} against a budget of {:.3g} s (ten times what the router's "
+        "own cost on this run predicts)\n",
+        s.slow.calls, s.slow.seconds, s.slow.experts, s.slow.k, s.slow.tokens, s.slow.budget);
+  }
+  if (s.skippedTooSlow > 0) {
+    out += fmt::format("not run: {} drawn case(s) predicted to end past the time limit\n",
+                       s.skippedTooSlow);
+  }
   if (s.violations.empty() && s.insufficientCoverage()) {
     out += fmt::format(
         "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
         "abstained: this run is not a pass (exit 3)\n",
         s.tokens, s.minTokens, s.abstained, s.cases);
+    if (s.tokens < s.minTokens && s.medianCallSeconds > 0) {
+      out += fmt::format(
+          "the router's calls took {:.3g} s each (median): a longer --seconds "
+          "judges more\n",
+          s.medianCallSeconds);
+    }
   }
   if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
   return out;

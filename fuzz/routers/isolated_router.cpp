@@ -380,13 +380,14 @@ class Child {
 // Loading libtorch and the like takes a while: the first hello gets a generous bound.
 constexpr double kLoadSeconds = 60;
 
-// The default watchdog: 10 s plus 2 ns per (token, expert, kept slot). A hang is a call
-// that does not return, and a correct but naive kernel (insertion into k slots, O(T E k))
-// takes seconds on the largest cases: E = k = 4,096, T = 240 is 4e9 steps.
+// The watchdog without a campaign's fitted cost (replay, explain, reproduce): 60 s plus
+// 20 ns per (token, expert, kept slot). A hang is a call that stops making progress, and a
+// correct but naive kernel (one pass over E per kept slot, O(T E k)) takes seconds on the
+// largest cases: E = k = 4,096, T = 240 is 4e9 steps.
 double defaultTimeout(size_t logits, size_t slots, int32_t k, int32_t experts) {
-  const double perStep = 2e-9;
+  const double perStep = 2e-8;
   const double keptPerToken = std::max(1, std::min(k, experts));
-  return 10.0 + perStep * (static_cast<double>(logits) * keptPerToken + static_cast<double>(slots));
+  return 60.0 + perStep * (static_cast<double>(logits) * keptPerToken + static_cast<double>(slots));
 }
 
 class IsolatedLibraryRouter final : public Router {
@@ -411,6 +412,9 @@ class IsolatedLibraryRouter final : public Router {
              int32_t* ids, float* gates, int32_t, RouteFault& fault) const override {
     return run(&f, tokens, experts, k, logits, ids, gates, fault);
   }
+
+ public:
+  void setCallTimeout(double seconds) const override { campaignTimeout_ = seconds; }
 
  private:
   int run(const Family* f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
@@ -449,15 +453,20 @@ class IsolatedLibraryRouter final : public Router {
       q.scale = f->scale;
     }
     if (!child_->send(q)) return crashed(fault);
-    const double limit =
-        options_.callTimeout > 0 ? options_.callTimeout : defaultTimeout(L, S, k, experts);
+    const double limit = options_.callTimeout > 0 ? options_.callTimeout
+                         : campaignTimeout_ > 0   ? campaignTimeout_
+                                                  : defaultTimeout(L, S, k, experts);
     switch (child_->waitReadable(limit, options_.stop)) {
       case Child::Wait::kTimeout:
         child_->reap();
         fault = {ViolationKind::kHang,
-                 fmt::format("the call did not return within {:.3g} s (the watchdog: "
-                             "--call-timeout); the child was killed",
-                             limit),
+                 fmt::format("the call did not return within {:.3g} s (the watchdog: {}); the "
+                             "child was killed",
+                             limit,
+                             options_.callTimeout > 0
+                                 ? "--call-timeout"
+                                 : "ten times the call's budget from the router's own cost on "
+                                   "this run, at least 60 s; --call-timeout sets it"),
                  "hang"};
         return 0;
       case Child::Wait::kStopped:
@@ -518,6 +527,7 @@ class IsolatedLibraryRouter final : public Router {
 
   std::unique_ptr<Child> child_;
   RouterOptions options_;
+  mutable double campaignTimeout_ = 0;  // setCallTimeout: the campaign's watchdog
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -41,10 +42,12 @@ RouteOutput Router::route(int32_t tokens, int32_t experts, int32_t k, std::span<
   // A v2 router given a v1 case: the family that v1's probabilities mode is (Mixtral's).
   const Family mixtral;
   if (!family && contract_.v2()) family = &mixtral;
+  const auto start = std::chrono::steady_clock::now();
   const int status = family ? callV2(*family, tokens, experts, k, logits.data(), out.ids.data(),
                                      out.gates.data(), threads, fault)
                             : callChecked(tokens, experts, k, logits.data(), out.ids.data(),
                                           out.gates.data(), threads, fault);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.status = status;
   if (fault.kind != ViolationKind::kNone) {
     out.fault = std::move(fault);

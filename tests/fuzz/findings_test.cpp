@@ -189,6 +189,34 @@ TEST(Findings, ShrinkingKeepsBothGatesOfATie) {
   EXPECT_TRUE(shown) << test;
 }
 
+// A call far slower than the router's own cost predicts, which still returns, is slow: a
+// note with its time and shape, not a violation, and the run passes.
+TEST(Findings, ASlowCallIsANoteNotAHang) {
+  const auto r = runOracle(
+      "fuzz --json --seconds 8 --seed 1 --experts 30-40 --call-timeout 5 "
+      "--impl " +
+      lib("slow_e37") + " --out " + freshDir("slow"));
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["violations"].empty()) << j["violations"];
+  EXPECT_GE(j["slow"]["calls"].get<int>(), 1) << j["slow"];
+  EXPECT_EQ(j["slow"]["slowest_shape"]["experts"], 37) << j["slow"];
+  EXPECT_GT(j["slow"]["slowest_seconds"].get<double>(), j["slow"]["slowest_budget"].get<double>());
+}
+
+// A correct router that spends O(E^2) a token, on the default shapes (E to 4,096, T to
+// 65,536): never a hang; the draws its fitted cost says would end past the time limit are
+// skipped and counted.
+TEST(Findings, ANaiveRouterIsNeverAHang) {
+  const auto r = runOracle("fuzz --json --seconds 10 --seed 1 --impl " + lib("quadratic") +
+                           " --out " + freshDir("quadratic"));
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["violations"].empty()) << j["violations"];
+  EXPECT_GT(j["skipped_too_slow"].get<int>(), 0) << j;
+  EXPECT_GT(j["median_call_seconds"].get<double>(), 0);
+}
+
 TEST(Findings, RecipeMistakesAreUsageErrors) {
   const std::string lib = std::string(MOE_LIB_DIR) + "/libmoe_recipe_llama4.so";
   const auto unknown = runOracle("fuzz --seconds 1 --family llama5 --impl " + lib, true);

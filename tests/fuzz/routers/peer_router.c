@@ -12,6 +12,8 @@
  *   PEER_TIE_GATES      a position-dependent exp, as ggml's: an odd expert's exp is one ulp
  *                       larger, so equal logits get gates one ulp apart and an odd index
  *                       wins the tie (a higher index against the even one before it)
+ *   PEER_SLOW_E37       correct, but sleeps 2 s a call when E = 37: slow, not a hang
+ *   PEER_QUADRATIC      correct, but spends O(E^2) a token (a pass over E per expert)
  *   PEER_EMPTY_ABORT_SEGV_E13  calls abort() on an empty batch (T = 0) and dereferences NULL
  *                       when E = 13: two faults of one kind, one only on a degenerate shape
  *   PEER_ABORT_K3       calls abort() when k = 3
@@ -24,6 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MOE_ROUTE_EBADSIZE 1
@@ -118,6 +121,19 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
 #ifdef PEER_HANG_E7
   if (experts == 7) {
     for (volatile int spin = 0;; spin = spin + 1) {
+    }
+  }
+#endif
+#ifdef PEER_SLOW_E37
+  if (experts == 37) usleep(2000000);
+#endif
+#ifdef PEER_QUADRATIC
+  {
+    volatile float sink = 0.0f;
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t i = 0; i < experts; ++i) {
+        for (int64_t j = 0; j < experts; ++j) sink = sink + logits[t * experts + j];
+      }
     }
   }
 #endif

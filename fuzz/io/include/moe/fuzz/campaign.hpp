@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/fuzz/call_cost.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/shapes.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -59,6 +60,13 @@ struct Coverage {
   void add(int32_t experts, int32_t k, int32_t tokens, int32_t judged);
 };
 
+// Calls past their budget from the router's own cost (CallCost): slow, not a finding.
+struct SlowCalls {
+  uint64_t calls = 0;
+  double seconds = 0, budget = 0;  // the slowest such call, and its budget
+  int32_t experts = 0, k = 0, tokens = 0;
+};
+
 struct CampaignSummary {
   std::string impl;
   uint64_t seed = 0;
@@ -72,6 +80,9 @@ struct CampaignSummary {
   std::vector<FoundViolation> violations;  // one per signature, in the order found
   uint64_t minTokens = 0;
   nlohmann::json verdictConfig;  // the configuration in force (verdictConfigJSON)
+  SlowCalls slow;
+  uint64_t skippedTooSlow = 0;  // cases not run: predicted to take longer than the time left
+  double medianCallSeconds = 0;
   bool interrupted = false;
   double casesPerSecond() const { return seconds > 0 ? cases / seconds : 0; }
   // Fewer tokens judged than asked, or more than half the cases abstained.

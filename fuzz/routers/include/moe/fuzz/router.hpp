@@ -39,6 +39,7 @@ struct RouteOutput {
   std::optional<RouteFault> fault;
   std::vector<int32_t> ids;
   std::vector<float> gates;
+  double seconds = 0;  // the call's wall time (a slow call is told from a hang by it)
 };
 
 class Router {
@@ -52,6 +53,10 @@ class Router {
   // v2 only: the output then records it and abstains, and the verdict decides (docs/fuzz.md).
   RouteOutput route(int32_t tokens, int32_t experts, int32_t k, std::span<const float> logits,
                     int32_t threads, const Family* family = nullptr) const;
+  // The watchdog of the next calls, in seconds (a campaign sets it from the router's fitted
+  // cost: CallCost::hangAfter), for routers that have one (an isolated library); 0: the
+  // router's default. --call-timeout, when given, wins.
+  virtual void setCallTimeout(double seconds) const { (void)seconds; }
 
  protected:
   Router(std::string name, Contract contract)
@@ -95,7 +100,8 @@ struct RouterOptions {
   // process (the libFuzzer targets, which catch crashes themselves, and --in-process).
   bool inProcess = false;
   // The watchdog: a call that has not returned after this many seconds is a hang. 0: the
-  // default, 10 s plus 2 ns per (token, expert, kept slot) of the call.
+  // campaign's (ten budgets from the router's own cost, at least 60 s), else 60 s plus
+  // 20 ns per unit of the call's work (CallCost).
   double callTimeout = 0;
   // Set by a signal handler: a call in progress is abandoned (not a finding).
   const volatile std::sig_atomic_t* stop = nullptr;
