@@ -308,9 +308,10 @@ void pythonSnippet(fmt::memory_buffer& out, const Finding& f) {
   }
   line("");
   if (f.fault) {
-    line(fmt::format("# No recorded output: the call itself failed ({}). Call the router on these",
-                     f.kind));
-    line("# logits (and family) to see it again.");
+    line(fmt::format(
+        "# No recorded output: the finding is the call itself ({}). Call the router on these",
+        f.kind));
+    line(c.family ? "# logits and family to see it again." : "# logits to see it again.");
     line(fmt::format("print({})", literal(fmt::format("moe-oracle: {} of {} on this case: {}",
                                                       f.kind, f.impl, oneLine(f.certificate)),
                                           '\'')));
@@ -507,9 +508,10 @@ void cSnippet(fmt::memory_buffer& out, const Finding& f, const std::string& suff
     line("  printf(\"\\n\");");
   }
   if (f.fault) {
-    line(fmt::format(
-        "  /* No recorded output: the call itself failed ({}). Call the router on this case to",
-        cComment(f.kind)));
+    line(
+        fmt::format("  /* No recorded output: the finding is the call itself ({}). Call the router "
+                    "on this case to",
+                    cComment(f.kind)));
     line("     see it again. */");
     line("  printf(\"no recorded output: %s\\n\", certificate);");
     line("  return 1;");
