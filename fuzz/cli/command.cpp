@@ -22,6 +22,7 @@
 #include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/snippet.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "reproduce.hpp"
 
@@ -256,8 +257,28 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   return totalFailed > 0 ? 1 : 0;
 }
 
-int runExplain(const std::string& path, const std::string& impl, const RouterOptions& routerOptions,
-               const VerdictConfig& config) {
+// --as python / c: the recorded finding as a program for a bug report. It tells what was
+// recorded, so a router to rerun (--impl) has no part in it.
+int runSnippet(const std::string& path, const std::string& language, bool withImpl) {
+  if (withImpl) {
+    std::fprintf(stderr,
+                 "moe-oracle explain: --as %s writes the recorded finding; --impl (a rerun) "
+                 "goes with --as text only\n",
+                 language.c_str());
+    return 2;
+  }
+  try {
+    std::cout << reproducerSnippet(loadVectorFile(path), language);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moe-oracle explain: %s: %s\n", path.c_str(), e.what());
+    return 2;
+  }
+  return 0;
+}
+
+int runExplain(const std::string& path, const std::string& impl, const std::string& language,
+               const RouterOptions& routerOptions, const VerdictConfig& config) {
+  if (language != "text") return runSnippet(path, language, !impl.empty());
   std::unique_ptr<Router> router;
   if (!impl.empty() && !(router = openOrSay(impl, "explain", routerOptions))) return 2;
   try {
@@ -351,7 +372,7 @@ int runMain(int argc, char** argv) {
   verdict.add(replay);
   running.add(replay);
 
-  std::string explainFile, explainImpl;
+  std::string explainFile, explainImpl, explainAs = "text";
   auto* explain = app.add_subcommand("explain", "tell one vector file's cases for a person");
   explain->add_option("file", explainFile, "vector file (JSON)")
       ->required()
@@ -359,6 +380,13 @@ int runMain(int argc, char** argv) {
   explain->add_option("--impl", explainImpl,
                       "router to rerun on each case and explain (default: the recorded output, "
                       "or spec32 for RoutingTest)");
+  explain
+      ->add_option("--as", explainAs,
+                   "text (default): the explanation for a person; python / c: each "
+                   "reproducer as a self-contained PyTorch / C99 program for a bug report "
+                   "(exact hex floats, the recorded output, the spec's answer, the "
+                   "certificate)")
+      ->check(CLI::IsMember({"text", "python", "c"}));
   verdict.add(explain);
   running.add(explain);
 
@@ -408,7 +436,7 @@ int runMain(int argc, char** argv) {
   }
   if (*app.get_subcommand("fuzz")) return runFuzz(f, running.options(), config);
   if (*replay) return runReplay(files, replayImpl, replayJson, running.options(), config);
-  if (*explain) return runExplain(explainFile, explainImpl, running.options(), config);
+  if (*explain) return runExplain(explainFile, explainImpl, explainAs, running.options(), config);
   return 2;
 }
 

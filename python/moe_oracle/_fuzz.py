@@ -19,7 +19,8 @@ class FuzzReport(Mapping):
     attributes (``report["violations"]``, ``report.tokens``, ``report.coverage``), plus
     ``exit_code`` (0 clean, 1 a violation, 3 insufficient coverage, 130 interrupted),
     ``ok``, ``text`` (the command's summary) and ``reports`` (one full report per kind
-    found). ``str(report)``: the reports, then the summary."""
+    found). ``str(report)``: the reports, then the summary. ``to_python(i)`` / ``to_c(i)``:
+    finding ``i``'s reproducer as a program for a bug report (``moe-oracle explain --as``)."""
 
     def __init__(self, fields, text, reports, exit_code):
         self._fields = fields
@@ -49,6 +50,22 @@ class FuzzReport(Mapping):
     def json(self):
         """The summary as the command prints it with --json."""
         return json.dumps(self._fields)
+
+    def to_python(self, index=0):
+        """Finding ``index`` (of ``report["violations"]``) as a PyTorch snippet, as
+        ``moe-oracle explain --as python`` prints its reproducer."""
+        return self._snippet(index, "python")
+
+    def to_c(self, index=0):
+        """Finding ``index`` as C99, as ``moe-oracle explain --as c`` prints it."""
+        return self._snippet(index, "c")
+
+    def _snippet(self, index, language):
+        findings = self._fields.get("violations", [])
+        if not findings:
+            raise ValueError("no violation: there is no finding to write a snippet for")
+        with open(findings[index]["reproducer"], encoding="utf-8") as f:
+            return _core.snippet(f.read(), language)
 
     def __str__(self):
         return "".join(self.reports) + self.text

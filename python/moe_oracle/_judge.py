@@ -14,7 +14,9 @@ class JudgeResult:
     ``.certificate`` for a violation, ``.margin``). ``violations``: the violating verdicts.
     ``str(result)``: the explanation ``moe-oracle explain`` gives for the first violation's
     reproducer (or a one-line count when there is none). ``save(path)`` writes that
-    reproducer, which ``moe-oracle replay`` and ``explain`` read.
+    reproducer, which ``moe-oracle replay`` and ``explain`` read. ``to_python()`` and
+    ``to_c()``: that reproducer as a self-contained program for a bug report, what
+    ``moe-oracle explain --as python`` / ``--as c`` prints.
     """
 
     def __init__(self, answer):
@@ -41,6 +43,22 @@ class JudgeResult:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.reproducer + "\n")
         return path
+
+    def to_python(self):
+        """The first violation as a PyTorch snippet (``import torch`` alone): the logits as
+        exact hex floats, the family, the router's ids and gates, the spec's answer and the
+        certificate; running it prints both answers and fails its final assert."""
+        return self._snippet("python")
+
+    def to_c(self):
+        """The first violation as C99 (hex float literals; moe/route_abi.h for a family),
+        whose main prints both answers and returns 1 when they differ."""
+        return self._snippet("c")
+
+    def _snippet(self, language):
+        if self.reproducer is None:
+            raise ValueError("no violation: there is no finding to write a snippet for")
+        return _core.snippet(self.reproducer, language)
 
     def __str__(self):
         return self.explanation

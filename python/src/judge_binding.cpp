@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "family.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/snippet.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "moe/route_abi.h"
 
@@ -195,6 +196,19 @@ void bindJudge(py::module_& m) {
       "Judges ids and gates [T, k] (k slots, -1 / 0 past min(k, E)) for float32 logits [T, E], "
       "in the routing family `family` (the raw tuple of family.hpp) or None for v1. Keyword knobs: "
       "tie_order, gate_factor, gate_ulp, analytic_floor.");
+
+  // The same writer as `moe-oracle explain --as python|c`, on the reproducer's JSON text.
+  m.def(
+      "snippet",
+      [](const std::string& reproducer, const std::string& language) {
+        const nlohmann::json file =
+            nlohmann::json::parse(reproducer, nullptr, /*allow_exceptions=*/false);
+        if (file.is_discarded()) throw std::invalid_argument("snippet: not valid JSON");
+        return fuzz::reproducerSnippet(file, language);
+      },
+      py::arg("reproducer"), py::arg("language"),
+      "Each RouterReproducer test of a reproducer file (JSON text) as a self-contained "
+      "program for a bug report: language \"python\" (torch) or \"c\" (C99).");
 }
 
 }  // namespace moe::python

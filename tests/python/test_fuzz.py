@@ -56,6 +56,13 @@ def test_each_bug_is_found_shrunk_and_replayable(router, kinds, tmp_path, moe_or
     if router is routers.last_token_wrong_row:  # needs a token before the last
         assert shape["tokens"] == 2
     assert found["kind"] in str(report)
+    # The finding as a bug-report snippet is the command's, on the same reproducer.
+    for language in ("python", "c"):
+        explain = subprocess.run([moe_oracle_bin, "explain", "--as", language,
+                                  found["reproducer"]], capture_output=True, text=True,
+                                 check=True)
+        snippet = report.to_python() if language == "python" else report.to_c()
+        assert snippet == explain.stdout
 
 
 def test_an_exception_is_a_finding_with_the_traceback(tmp_path, moe_oracle_bin):

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -72,6 +73,74 @@ def test_str_is_the_explanation_moe_oracle_explain_gives(tmp_path, moe_oracle_bi
                             capture_output=True, text=True)
     assert replay.returncode == 0, replay.stderr
     assert json.loads(replay.stdout)["passed"] == 1
+
+
+def run_snippet(source):
+    """Executes a to_python() snippet here; returns its variables and its assert's message."""
+    names = {}
+    with pytest.raises(AssertionError) as raised:
+        exec(compile(source, "snippet", "exec"), names)
+    return names, str(raised.value)
+
+
+def test_to_python_is_a_torch_snippet_that_shows_the_specs_answer(tmp_path, moe_oracle_bin):
+    torch = pytest.importorskip("torch")
+    # Expert 1 (2.0) beats the router's expert 0 (1.0); the spec keeps 1 then 2, ties by index.
+    x = np.array([[1.0, 2.0, 2.0, 0.5], [0.25, -1.0, 3.0, 1e-45]], np.float32)
+    right_ids, right_gates = routers.spec_router(x[1:], 2)  # the second token routed right
+    ids = [[2, 0], np.asarray(right_ids)[0].tolist()]
+    gates = np.concatenate([np.array([[0.5, 0.5]], np.float32), right_gates]).astype(np.float32)
+    result = judge(x, ids, gates, 2, contract=CONTRACT, name="numpy-router")
+    (v,) = result.violations
+    source = result.to_python()
+    assert "import torch" in source and "float.fromhex(" in source
+    names, message = run_snippet(source)
+    assert names["expected_ids"] == [1, 2]
+    assert names["got_ids"].tolist() == ids
+    assert message == f"moe-oracle: {v.kind}: {v.certificate}"
+    # The tensors are the judged arrays bit for bit.
+    assert names["logits"].dtype == torch.float32
+    assert names["logits"].numpy().view(np.uint32).tolist() == x.view(np.uint32).tolist()
+    assert names["got_gates"].numpy().view(np.uint32).tolist() == gates.view(np.uint32).tolist()
+    # Run as a script it prints both answers and fails on the router's.
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "expected ids   [1, 2]" in done.stdout and "got ids        [2, 0]" in done.stdout
+    assert f"AssertionError: moe-oracle: {v.kind}" in done.stderr
+    # The same program as `moe-oracle explain --as python|c` on the saved reproducer.
+    path = result.save(tmp_path / "finding.json")
+    for language, text in (("python", source), ("c", result.to_c())):
+        explain = subprocess.run([moe_oracle_bin, "explain", "--as", language, str(path)],
+                                 capture_output=True, text=True, check=True)
+        assert text == explain.stdout
+    assert "static const float logits[8]" in result.to_c()
+
+
+def test_to_python_carries_the_family_and_its_answer():
+    pytest.importorskip("torch")
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    family = {"score": "sigmoid", "bias": np.array([0, 0, 0, -1], np.float32),
+              "renormalize": True, "scale": 2.5}
+    # The keys s + b keep experts 2 then 1; the gates are not renormalised and scaled.
+    result = judge(x, [[2, 1]], [[0.5, 0.5]], 2, family=family)
+    assert not result.ok
+    names, message = run_snippet(result.to_python())
+    assert names["expected_ids"] == [2, 1]
+    got = names["family"]
+    assert (got["score"], got["groups"], got["topk_groups"], got["renormalize"],
+            got["scale"]) == ("sigmoid", 1, 1, True, 2.5)
+    assert got["bias"].tolist() == [0.0, 0.0, 0.0, -1.0]
+    assert message.startswith(f"moe-oracle: {result.violations[0].kind}: ")
+    assert "static const moe_route_params_v2 params" in result.to_c()
+
+
+def test_a_result_without_a_violation_has_no_snippet():
+    x = batch(5, tokens=2, experts=8)
+    result = judge(x, *routers.spec_router(x, 2), 2, contract=CONTRACT)
+    with pytest.raises(ValueError, match="no violation"):
+        result.to_python()
+    with pytest.raises(ValueError, match="no violation"):
+        result.to_c()
 
 
 def test_assert_routes_raises_with_the_explanation_and_passes_a_correct_router():
