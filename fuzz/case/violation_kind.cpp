@@ -9,7 +9,7 @@ namespace {
 
 // The one name table. The spellings are an interface (scripts grep signatures): never
 // rename one.
-constexpr std::array<std::pair<ViolationKind, std::string_view>, 25> kNames = {{
+constexpr std::array<std::pair<ViolationKind, std::string_view>, 26> kNames = {{
     {ViolationKind::kNone, "none"},
     {ViolationKind::kIdOutOfRange, "id-out-of-range"},
     {ViolationKind::kIdRepeated, "id-repeated"},
@@ -35,6 +35,7 @@ constexpr std::array<std::pair<ViolationKind, std::string_view>, 25> kNames = {{
     {ViolationKind::kGateRenorm, "gate-renorm"},
     {ViolationKind::kBadParamsAccepted, "bad-params-accepted"},
     {ViolationKind::kBadParamsWritten, "bad-params-written"},
+    {ViolationKind::kBadParamsWrongStatus, "bad-params-wrong-status"},
 }};
 
 }  // namespace
@@ -57,7 +58,7 @@ bool isCallFault(ViolationKind kind) {
   return kind == ViolationKind::kCrash || kind == ViolationKind::kHang ||
          kind == ViolationKind::kOutOfBoundsWrite || kind == ViolationKind::kBadStatus ||
          kind == ViolationKind::kException || kind == ViolationKind::kBadParamsAccepted ||
-         kind == ViolationKind::kBadParamsWritten;
+         kind == ViolationKind::kBadParamsWritten || kind == ViolationKind::kBadParamsWrongStatus;
 }
 
 bool isTokenKind(ViolationKind kind) {

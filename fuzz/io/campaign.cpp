@@ -87,6 +87,25 @@ std::string writeReproducer(const std::string& path, const nlohmann::json& file)
   return path;
 }
 
+// A token judged wrong in its batch (shrinking kept the batch: the token alone did not
+// show it) is rerun alone; when it routes right there, the certificate says the output
+// depends on the other tokens, the first thing to look at in the kernel.
+void noteBatchDependence(Judge& judge, const Router& router, const Case& c, CaseResult& r) {
+  const int32_t t = r.violation->token;
+  if (!isTokenKind(r.violation->kind) || c.tokens < 2 || t < 0 || t >= c.tokens) return;
+  Case alone = c;
+  alone.tokens = 1;
+  alone.split = 0;
+  const auto row = c.row(t);
+  alone.logits.assign(row.begin(), row.end());
+  const CaseResult a = judge.run(router, alone);
+  if (a.abstained || a.violation) return;
+  r.violation->certificate += fmt::format(
+      "; this row alone routes correctly (token {} rerun as a batch of one): the output "
+      "depends on the other tokens of the batch",
+      t);
+}
+
 // Shrinks a case's violation and describes it (not yet written), remembering the shape it
 // was drawn at.
 FoundViolation shrinkAndDescribe(Judge& shrinkJudge, const Router& router, Case c, CaseResult r,
@@ -99,6 +118,7 @@ FoundViolation shrinkAndDescribe(Judge& shrinkJudge, const Router& router, Case 
   limits.space = options.shapes;
   if (router.contract().v2()) limits.families = effectiveContract(router, options).families;
   shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds, limits);
+  noteBatchDependence(shrinkJudge, router, c, r);
   f.kind = r.violation->kind;
   f.tag = r.violation->tag;
   f.shapeClass = std::string(degenerateShape(c));

@@ -70,10 +70,12 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
     const auto ids = std::span<const int32_t>(r.output.ids);
     const auto gates = std::span<const float>(r.output.gates);
     const bool whole = (t + 1) * k <= ids.size() && ids.size() == gates.size();
-    fmt::format_to(std::back_inserter(out), "token {} of {}:\n{}", v.token, c.tokens,
-                   describeToken(c.row(v.token), c.family, c.k,
-                                 whole ? ids.subspan(t * k, k) : std::span<const int32_t>(),
-                                 whole ? gates.subspan(t * k, k) : std::span<const float>(), 64));
+    fmt::format_to(
+        std::back_inserter(out), "token {} of {}:\n{}", v.token, c.tokens,
+        describeToken(c.row(v.token), c.family, c.k,
+                      whole ? ids.subspan(t * k, k) : std::span<const int32_t>(),
+                      whole ? gates.subspan(t * k, k) : std::span<const float>(), 64,
+                      expertsNamed(v.certificate, c.family, static_cast<size_t>(c.experts))));
     fmt::format_to(std::back_inserter(out), "router output (ids, gates) of token {}:", v.token);
     for (size_t s = 0; s < k && v.token * k + s < r.output.ids.size(); ++s) {
       fmt::format_to(std::back_inserter(out), " ({}, {})", r.output.ids[v.token * k + s],

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <regex>
 #include <vector>
 
 #include "moe/fuzz/float_bits.hpp"
@@ -73,8 +75,34 @@ void moreExperts(fmt::memory_buffer& out, size_t shown, size_t E) {
   }
 }
 
+// The experts a table shows: every one of a row of at most maxShown; of a longer row, those
+// that matter to the finding (the certificate's, the router's kept ones, the spec's kept
+// ones and its first displaced one), in index order, up to maxShown.
+std::vector<size_t> shownExperts(size_t E, size_t maxShown, std::span<const size_t> focus,
+                                 std::span<const size_t> routerKept,
+                                 std::span<const size_t> specKept) {
+  std::vector<size_t> rows;
+  if (E <= maxShown) {
+    rows.resize(E);
+    std::iota(rows.begin(), rows.end(), size_t{0});
+    return rows;
+  }
+  std::vector<uint8_t> take(E, 0);
+  size_t taken = 0;
+  for (auto list : {focus, routerKept, specKept}) {
+    for (size_t e : list) {
+      if (e < E && !take[e] && taken < maxShown) take[e] = 1, ++taken;
+    }
+  }
+  for (size_t e = 0; e < E; ++e) {
+    if (take[e]) rows.push_back(e);
+  }
+  return rows;
+}
+
 void describeV1(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
-                std::span<const int32_t> ids, std::span<const float> gates, size_t maxShown) {
+                std::span<const int32_t> ids, std::span<const float> gates, size_t maxShown,
+                std::span<const size_t> focus) {
   const size_t E = x.size();
   const size_t n = std::min<size_t>(static_cast<size_t>(std::max(k, 0)), E);
   const bool real = oracle::certified::isRealRow(x);
@@ -93,15 +121,19 @@ void describeV1(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
   fmt::format_to(std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n",
                  "expert", "logit", "hex", "rank", "spec", "exact probability ~", "exact gate ~",
                  "router (slot: gate)");
-  const size_t shown = std::min(E, maxShown);
-  for (size_t e = 0; e < shown; ++e) {
+  std::vector<size_t> specKept;
+  for (size_t e = 0; e < E && !nan; ++e) {
+    if (rank[e] <= n) specKept.push_back(e);  // the kept ones and the first displaced one
+  }
+  const std::vector<size_t> rows = shownExperts(E, maxShown, focus, r.kept, specKept);
+  for (size_t e : rows) {
     fmt::format_to(
         std::back_inserter(out), "{:>6} {:>14} {:>11} {:>5} {:>10} {:>24} {:>24} {:>22}\n", e,
         decimal32(x[e]), hex32(x[e]), nan ? std::string("-") : fmt::format("{}", rank[e]),
         nan ? "-" : (rank[e] < n ? "kept" : "displaced"), real ? range(p[e]) : std::string("-"),
         real ? range(g[e]) : std::string("-"), routerCell(r, e, gates));
   }
-  moreExperts(out, shown, E);
+  moreExperts(out, rows.size(), E);
   if (real && n > 0 && n < E) {
     size_t lastKept = 0, firstOut = 0;
     for (size_t e = 0; e < E; ++e) {
@@ -126,7 +158,8 @@ void describeV1(fmt::memory_buffer& out, std::span<const float> x, int32_t k,
 }
 
 void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Family& f, int32_t k,
-                    std::span<const int32_t> ids, std::span<const float> gates, size_t maxShown) {
+                    std::span<const int32_t> ids, std::span<const float> gates, size_t maxShown,
+                    std::span<const size_t> focus) {
   const size_t E = x.size();
   fmt::format_to(std::back_inserter(out), "E = {}, k = {}, family: {}\n", E, k, familyText(f));
   if (!f.bias.empty()) {
@@ -186,8 +219,9 @@ void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Fam
                  "{:>6} {:>14} {:>11} {:>24} {:>24} {:>24} {:>5} {:>10} {:>24} {:>22}\n", "expert",
                  "logit", "hex", "score s ~", "bias b (hex)", "key s + b ~", "group", "spec",
                  "exact gate ~", "router (slot: gate)");
-  const size_t shown = std::min(E, maxShown);
-  for (size_t e = 0; e < shown; ++e) {
+  const std::vector<size_t> specKept(d.keptExperts.begin(), d.keptExperts.end());
+  const std::vector<size_t> rows = shownExperts(E, maxShown, focus, r.kept, specKept);
+  for (size_t e : rows) {
     std::string spec32 = "-";
     if (real && !d.decided) {
       spec32 = "?";
@@ -204,7 +238,7 @@ void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Fam
                    real && d.decided ? range(spec.gates[e]) : std::string("-"),
                    routerCell(r, e, gates));
   }
-  moreExperts(out, shown, E);
+  moreExperts(out, rows.size(), E);
   if (real && !d.decided) {
     fmt::format_to(std::back_inserter(out), "the spec's decision abstains: {}\n", d.tooClose);
   }
@@ -223,14 +257,37 @@ void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Fam
 
 std::string describeToken(std::span<const float> x, const std::optional<Family>& family, int32_t k,
                           std::span<const int32_t> ids, std::span<const float> gates,
-                          size_t maxShown) {
+                          size_t maxShown, std::span<const size_t> focus) {
   fmt::memory_buffer out;
   if (family) {
-    describeFamily(out, x, *family, k, ids, gates, maxShown);
+    describeFamily(out, x, *family, k, ids, gates, maxShown, focus);
   } else {
-    describeV1(out, x, k, ids, gates, maxShown);
+    describeV1(out, x, k, ids, gates, maxShown, focus);
   }
   return fmt::to_string(out);
+}
+
+std::vector<size_t> expertsNamed(std::string_view certificate, const std::optional<Family>& family,
+                                 size_t E) {
+  std::vector<size_t> out;
+  const size_t size = family && family->groups > 1 ? E / static_cast<size_t>(family->groups) : 0;
+  // "expert 12", "experts 3 and 7", "group 6" (every member of a group of up to 32).
+  static const std::regex kNamed(R"((experts?|groups?) (\d+)(?: and (\d+))?)");
+  for (auto it = std::cregex_iterator(certificate.data(), certificate.data() + certificate.size(),
+                                      kNamed);
+       it != std::cregex_iterator(); ++it) {
+    const bool group = (*it)[1].str().rfind("group", 0) == 0;
+    for (int m = 2; m <= 3; ++m) {
+      if (!(*it)[m].matched) continue;
+      const size_t v = std::stoul((*it)[m].str());
+      if (!group) {
+        if (v < E) out.push_back(v);
+      } else if (size > 0 && size <= 32 && v * size < E) {
+        for (size_t e = v * size; e < (v + 1) * size; ++e) out.push_back(e);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace moe::fuzz

@@ -225,13 +225,23 @@ std::optional<Verdict> checkInvalidParams(const Case& c, const RouteOutput& out,
                                           const std::string& why) {
   Verdict v;
   v.outcome = Outcome::kViolation;
-  if (out.status != MOE_ROUTE_EBADPARAMS_STATUS) {
+  if (out.status == 0) {
     v.kind = ViolationKind::kBadParamsAccepted;
-    v.tag = fmt::format("status-{}", out.status);
     v.certificate = fmt::format(
-        "returned {} for parameters outside the domain ({}: {}); route_abi.h asks for "
+        "routed parameters outside the domain ({}: {}), returning 0; route_abi.h asks for "
         "MOE_ROUTE_EBADPARAMS (6) with nothing written",
-        out.status, familyText(*c.family), why);
+        familyText(*c.family), why);
+    return v;
+  }
+  if (out.status != MOE_ROUTE_EBADPARAMS_STATUS) {
+    // Refused, but not as the ABI says (EUNSUPPORTED before the parameter checks): a caller
+    // cannot tell a bad call from a family the kernel lacks.
+    v.kind = ViolationKind::kBadParamsWrongStatus;
+    v.tag = fmt::format("{}", out.status);
+    v.certificate = fmt::format(
+        "returned {}{} for parameters outside the domain ({}: {}); route_abi.h asks for "
+        "MOE_ROUTE_EBADPARAMS (6), the domain checked before MOE_ROUTE_EUNSUPPORTED",
+        out.status, out.status == 4 ? " (MOE_ROUTE_EUNSUPPORTED)" : "", familyText(*c.family), why);
     return v;
   }
   for (size_t s = 0; s < out.ids.size(); ++s) {

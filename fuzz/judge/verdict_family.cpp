@@ -441,12 +441,17 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
         }
         if (beyond + tied >= f.topkGroups) {
           if (lowest) {
-            return violation(ViolationKind::kGroupTieOrder,
-                             fmt::format("group {} is kept, but {} lower-index groups have "
-                                         "exactly the same group score {:.9g} (equal keys), and "
-                                         "with them topk_groups = {} or more groups rank above "
-                                         "it ({})",
-                                         g, tied, gr->score[g], f.topkGroups, familyText(f)));
+            std::string lower;  // the tied lower-index groups, by name (the report shows them)
+            for (int32_t h : sameForm[gr->form[g]]) {
+              if (h < g) lower += fmt::format("{}group {}", lower.empty() ? "" : ", ", h);
+            }
+            return violation(
+                ViolationKind::kGroupTieOrder,
+                fmt::format("group {} is kept, but {} lower-index groups ({}) have "
+                            "exactly the same group score {:.9g} (equal keys), and "
+                            "with them topk_groups = {} or more groups rank above "
+                            "it ({})",
+                            g, tied, lower, gr->score[g], f.topkGroups, familyText(f)));
           }
           accepts.push_back("tie-order");
           continue;

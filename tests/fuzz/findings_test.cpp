@@ -217,6 +217,40 @@ TEST(Findings, ANaiveRouterIsNeverAHang) {
   EXPECT_GT(j["median_call_seconds"].get<double>(), 0);
 }
 
+// A kernel that refuses parameters outside the domain with EUNSUPPORTED (it looked at what it
+// supports first) is told so: bad-params-wrong-status, the status as its tag.
+TEST(Findings, EunsupportedBeforeTheDomainCheckIsAWrongStatus) {
+  const auto r =
+      runOracle("fuzz --json --seconds 5 --seed 1 --impl " + std::string(MOE_LIB_DIR) +
+                "/libmoe_recipe_llama4_unsupported_first.so --out " + freshDir("wrong-status"));
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto v = nlohmann::json::parse(r.out)["violations"][0];
+  EXPECT_EQ(v["kind"], "bad-params-wrong-status") << v;
+  EXPECT_EQ(v["signature"], "moe-oracle: recipe-llama4-bad-params-wrong-status-4");
+  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  EXPECT_NE(test["certificate"].get<std::string>().find("MOE_ROUTE_EUNSUPPORTED"),
+            std::string::npos)
+      << test["certificate"];
+}
+
+// The last token of a long batch reads the wrong row: the finding keeps the batch, and
+// says that the row alone routes correctly.
+TEST(Findings, ATokenWrongOnlyInItsBatchSaysSo) {
+  const auto r = runOracle(
+      "fuzz --json --seconds 20 --seed 1 --experts 2-8 --tokens 4096-4200 "
+      "--impl " +
+      lib("large_batch") + " --out " + freshDir("batch-only"));
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto v = nlohmann::json::parse(r.out)["violations"][0];
+  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  EXPECT_GE(test["tokens"].get<int>(), 4096);
+  EXPECT_NE(test["certificate"].get<std::string>().find("this row alone routes correctly (token " +
+                                                        std::to_string(test["token"].get<int>()) +
+                                                        " rerun as a batch of one)"),
+            std::string::npos)
+      << test["certificate"];
+}
+
 TEST(Findings, RecipeMistakesAreUsageErrors) {
   const std::string lib = std::string(MOE_LIB_DIR) + "/libmoe_recipe_llama4.so";
   const auto unknown = runOracle("fuzz --seconds 1 --family llama5 --impl " + lib, true);

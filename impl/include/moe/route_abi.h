@@ -67,13 +67,19 @@
  *       caller built against a later version; the fields past this struct are ignored);
  *     - bias: NULL (no bias) or p->experts readable floats.
  *   Checked in this order: p NULL, struct_size, negative sizes (EBADSIZE), the family's
- *   fields (EBADPARAMS), NULL buffers (ENULL), sizes (EOVERFLOW).
+ *   fields (EBADPARAMS), NULL buffers (ENULL), sizes (EOVERFLOW), and only then what the
+ *   kernel supports (EUNSUPPORTED): a kernel of one model's recipe still answers EBADPARAMS
+ *   for parameters outside the domain, so that a caller can tell a bad call from a family
+ *   the kernel lacks (the fuzzer reports another status there: bad-params-wrong-status).
  *
  * const char *moe_route_v2_contract(void)
  *   Optional, as for v1: the same fields, with "abi": "moe_route_v2" and
  *     "families": {"scores": [...], "groups": bool, "bias": bool}: the score functions
  *                        ("softmax", "sigmoid"), and whether groups > 1 and a bias are
- *                        supported; the fuzzer draws only those.
+ *                        supported; the fuzzer draws only those. A kernel of fixed values
+ *                        lists them: "groups": [8], "topk_groups": [4], "group_score":
+ *                        ["top2_sum"], "bias": "required", "renormalize": [true], "scale":
+ *                        [2.5]; or names its model's recipe: {"recipes": ["deepseek-v3"]}.
  *   "selects_on" does not apply to v2 (the keys are step 2's).
  */
 #ifndef MOE_ROUTE_ABI_H

@@ -4,7 +4,9 @@
  * puts first). Built once per RECIPE_* below; its contract names the recipe in one word.
  *   RECIPE_DEEPSEEK_V3  E = 256, k = 8, sigmoid, a bias, 8 groups by top-2 sum, top 4,
  *                       renormalised, scale 2.5
- *   RECIPE_LLAMA4       E = 16 or 128, k = 1, sigmoid, no bias, no groups, raw, scale 1 */
+ *   RECIPE_LLAMA4       E = 16 or 128, k = 1, sigmoid, no bias, no groups, raw, scale 1
+ * With UNSUPPORTED_FIRST, the kernel answers MOE_ROUTE_EUNSUPPORTED before it checks the
+ * parameters' domain, against route_abi.h's order: bad-params-wrong-status. */
 #define moe_route_v2 family_route_v2
 #define moe_route_v2_contract family_route_v2_contract
 #include "my_family_router.c"
@@ -41,6 +43,9 @@ EXPORT int moe_route_v2(const moe_route_params_v2* p, const float* logits, int32
   if (!p) return MOE_ROUTE_ENULL;
   if (p->struct_size < sizeof(moe_route_params_v2)) return MOE_ROUTE_EBADPARAMS;
   if (p->tokens < 0 || p->experts < 0 || p->k < 0) return MOE_ROUTE_EBADSIZE;
+#ifdef UNSUPPORTED_FIRST
+  if (!is_recipe(p)) return MOE_ROUTE_EUNSUPPORTED;
+#endif
   if (!params_valid(p)) return MOE_ROUTE_EBADPARAMS;
   if (!is_recipe(p)) return MOE_ROUTE_EUNSUPPORTED;
   return family_route_v2(p, logits, ids, gates);

@@ -47,10 +47,11 @@ enum class ViolationKind {
   kGateBias,
   kGateScale,
   kGateRenorm,
-  // Parameters outside the domain: a status other than MOE_ROUTE_EBADPARAMS, or
-  // EBADPARAMS with outputs written.
+  // Parameters outside the domain: routed (status 0), EBADPARAMS with outputs written, or
+  // another status (say EUNSUPPORTED: route_abi.h checks the domain first).
   kBadParamsAccepted,
   kBadParamsWritten,
+  kBadParamsWrongStatus,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).

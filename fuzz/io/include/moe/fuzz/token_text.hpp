@@ -12,15 +12,24 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "moe/fuzz/case.hpp"
 
 namespace moe::fuzz {
 
 // ids and gates: the router's k slots for this token (empty: no output to tell). Rows of
-// more than `maxShown` experts show their first maxShown.
+// more than `maxShown` experts show those that matter, up to maxShown: `focus` first (the
+// experts a certificate names: expertsNamed), then the router's kept experts, then the
+// spec's kept ones and its first displaced one.
 std::string describeToken(std::span<const float> x, const std::optional<Family>& family, int32_t k,
                           std::span<const int32_t> ids, std::span<const float> gates,
-                          size_t maxShown = std::numeric_limits<size_t>::max());
+                          size_t maxShown = std::numeric_limits<size_t>::max(),
+                          std::span<const size_t> focus = {});
+// The experts a certificate names ("expert 12", "experts 3 and 7", and every member of a
+// "group 6" of at most 32), for describeToken's focus.
+std::vector<size_t> expertsNamed(std::string_view certificate, const std::optional<Family>& family,
+                                 size_t E);
 
 }  // namespace moe::fuzz
