@@ -69,6 +69,29 @@ TEST_P(UnexplainedGates, AreGateErrorNeverAGuessedCause) {
   EXPECT_GE(gateFindings, 1) << j["violations"];
 }
 
+// The issue's own case, by hand: E = 16 equal logits of 1e8, raw softmax at scale 16. The
+// log-sum-exp absorbs log 16, so every gate is 16 times the exact 1: numerically "the scale
+// applied twice" (16 x 16 / 16). The rerun at scale 3 (gates 3, not 9/16) tells them apart.
+TEST(UnexplainedGates, AtScaleEqualToETheRerunTellsTheCoincidence) {
+  nlohmann::json t = {
+      {"tcId", 1},           {"tokens", 1},         {"experts", 16}, {"k", 2},
+      {"threads", 1},        {"split", 0},          {"variant", 0},  {"allowNaN", false},
+      {"result", "invalid"}, {"impl", "hand-made"}, {"token", 0}};
+  t["logits"] = std::vector<std::string>(16, "0x4cbebc20");  // 1e8
+  t["family"] = {{"score", 0},       {"groups", 1},      {"topk_groups", 1},
+                 {"group_score", 0}, {"renormalize", 0}, {"scale", "0x41800000"}};
+  const nlohmann::json file = {{"algorithm", "moe-topk-routing"},
+                               {"schema", "moe_vectors_v1.schema.json"},
+                               {"numberOfTests", 1},
+                               {"testGroups", {{{"type", "RouterReproducer"}, {"tests", {t}}}}}};
+  const std::string path = testing::freshDir("lse16") + ".json";
+  std::ofstream(path) << file.dump();
+  const auto r = testing::runOracle("explain " + path + " --impl " + lib("logsumexp-scale-e"));
+  EXPECT_NE(r.out.find("violation [gate-error]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the numbers fit gate-scale"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the rerun at scale 3 is judged gate-error"), std::string::npos) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryBug, UnexplainedGates,
                          ::testing::Values("renorm-epsilon", "logsumexp", "perturbed",
                                            "logsumexp-scale-e"),

@@ -72,6 +72,21 @@ TEST(Findings, EveryDistinctFaultIsReported) {
       << text.out;
 }
 
+// Two crashes on real shapes, one by SIGSEGV (E = 13), one by SIGABRT (k = 3): one kind,
+// two faults, told apart by the signal in the signature.
+TEST(Findings, TwoCrashesByTwoSignalsAreTwoFindings) {
+  const auto r = runOracle(
+      "fuzz --json --keep-going --seconds 8 --seed 3 --experts 1-64 "
+      "--call-timeout 2 --shrink-seconds 2 --impl " +
+      lib("segv_e13_abort_k3") + " --out " + freshDir("two-signals"));
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(findingOf(j, "moe-oracle: moe_peer_segv_e13_abort_k3-crash-SIGSEGV"), nullptr)
+      << j["violations"];
+  EXPECT_NE(findingOf(j, "moe-oracle: moe_peer_segv_e13_abort_k3-crash-SIGABRT"), nullptr)
+      << j["violations"];
+}
+
 // One unit: the verdicts count tokens (a violation is one token), the cases beside them.
 TEST(Findings, CountsAreTokensWithTheCasesBeside) {
   const auto r = runOracle(

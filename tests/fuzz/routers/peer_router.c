@@ -14,6 +14,8 @@
  *                       wins the tie (a higher index against the even one before it)
  *   PEER_SLOW_E37       correct, but sleeps 2 s a call when E = 37: slow, not a hang
  *   PEER_QUADRATIC      correct, but spends O(E^2) a token (a pass over E per expert)
+ *   PEER_SEGV_E13_ABORT_K3  both PEER_SEGV_E13 and PEER_ABORT_K3: two crashes on real shapes,
+ *                       told apart by their signal
  *   PEER_EMPTY_ABORT_SEGV_E13  calls abort() on an empty batch (T = 0) and dereferences NULL
  *                       when E = 13: two faults of one kind, one only on a degenerate shape
  *   PEER_ABORT_K3       calls abort() when k = 3
@@ -112,10 +114,10 @@ EXPORT int moe_route_v1(int32_t tokens, int32_t experts, int32_t k, const float*
 #ifdef PEER_EMPTY_ABORT_SEGV_E13
   if (tokens == 0) abort();
 #endif
-#if defined(PEER_SEGV_E13) || defined(PEER_EMPTY_ABORT_SEGV_E13)
+#if defined(PEER_SEGV_E13) || defined(PEER_EMPTY_ABORT_SEGV_E13) || defined(PEER_SEGV_E13_ABORT_K3)
   if (experts == 13) *(volatile int*)NULL = 1;
 #endif
-#ifdef PEER_ABORT_K3
+#if defined(PEER_ABORT_K3) || defined(PEER_SEGV_E13_ABORT_K3)
   if (k == 3) abort();
 #endif
 #ifdef PEER_HANG_E7
