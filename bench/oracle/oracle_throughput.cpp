@@ -3,7 +3,7 @@
 //   BM_RouteCertified    the same plus the certified gates of the kept set (k exponentials,
 //                        correctly rounded binary32/binary64, 2^-60 enclosures);
 //   BM_GatesEnclosure    the full certified gatesVecSpec vector (length E, zeros included).
-// Targets (issue 2): BM_Route >= 1e6 tokens/s at E = 64; BM_RouteCertified >= 1e5 at
+// Targets: BM_Route >= 1e6 tokens/s at E = 64; BM_RouteCertified >= 1e5 at
 // E = 64, k = 8. Counters: zivLevel0, the share of tokens the first precision decided;
 // fastExp, the share of exponentials the fixed-point filter certified (the rest: mpfr_exp).
 #include <benchmark/benchmark.h>

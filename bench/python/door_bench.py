@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python door's cost against the C door (issue 17): one router written in C
+"""The Python door's cost against the C door: one router written in C
 (examples/my_router.c), fuzzed at T = 64, E = 64, k = 8 with the same seed, so the same
 cases, judged the same way, through each door:
 

@@ -1,4 +1,4 @@
-// The routing family's parameters of a moe_route_v2 case (issue 16): their domain, their
+// The routing family's parameters of a moe_route_v2 case: their domain, their
 // JSON, and the generator that draws them (only what the router's contract lists).
 #include <fmt/format.h>
 

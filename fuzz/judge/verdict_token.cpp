@@ -314,7 +314,7 @@ std::string tiedGatesText(std::span<const float> x, const RouterToken& out, int3
 // H_i = p_i + b_i and L_j = p_j - b_j that is max_{j not in S} L_j <= min_{i in S} H_i: a
 // pair where i beats j has p_i >= p_j and holds anyway, so no pair needs to be enumerated
 // (O(E log |S|), not O(E |S|)). Only then the exact ties, so that a tie verdict is given
-// only where ties alone explain the difference (issue 12: "the kind names the cause").
+// only where ties alone explain the difference ("the kind names the cause").
 // `worstIn` is S's last member in beats order.
 std::optional<Verdict> checkDifferentSet(std::span<const float> x, std::span<const int32_t> S,
                                          int32_t worstIn, const std::vector<uint8_t>& inS,

@@ -1,4 +1,4 @@
-// moe_oracle._core: the Python door's extension (issue 17). Everything here calls the same
+// moe_oracle._core: the Python door's extension. Everything here calls the same
 // judge, generator and shrinker as the `moe-oracle` command; the package's Python files only
 // convert arrays and arguments.
 #include "bindings.hpp"

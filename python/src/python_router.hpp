@@ -1,4 +1,4 @@
-// A Python function as a router: the one Router subclass of the Python door (issue 17). The
+// A Python function as a router: the one Router subclass of the Python door. The
 // campaign, the shrinker and the judge run in C++ with the GIL released; each call takes the
 // GIL, hands the function a fresh float32 array [T, E] and copies its (ids, gates) back.
 //

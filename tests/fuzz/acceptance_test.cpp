@@ -1,4 +1,4 @@
-// Acceptance (issue 4): the real moe-oracle binary, as a user runs it, catches every
+// Acceptance: the real moe-oracle binary, as a user runs it, catches every
 // deliberately broken router library within 60 s (exit 1, the expected signature kind);
 // every correct built-in router and the binary32 spec pass a short campaign (exit 0);
 // bad usage and unloadable libraries exit 2.

@@ -1,4 +1,4 @@
-// The routing family end to end (issue 16): the real moe-oracle fuzzes one moe_route_v2
+// The routing family end to end: the real moe-oracle fuzzes one moe_route_v2
 // library per deliberate bug (tests/fuzz/broken_family/) and must name each by its exact
 // kind (its hostile builds are judged with v1's in hostile_kernels_test.cpp); the correct
 // library and every built-in router's v2 run clean; a v2 finding's reproducer replays.

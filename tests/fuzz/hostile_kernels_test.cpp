@@ -1,4 +1,4 @@
-// Hostile kernels and careless users (issue 13), through the moe-oracle binary: a library
+// Hostile kernels and careless users, through the moe-oracle binary: a library
 // that crashes, aborts, hangs, writes past its outputs or returns an undefined status, in
 // moe_route_v1 or moe_route_v2, is a finding (its kind, a reproducer, exit 1) while
 // moe-oracle itself never dies; every command-line and contract mistake is exit 2 with a

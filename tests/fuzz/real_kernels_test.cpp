@@ -1,4 +1,4 @@
-// The real-kernels work (issue 12), end to end through the moe-oracle binary: a tie policy
+// The real-kernels work, end to end through the moe-oracle binary: a tie policy
 // for kernels that promise no tie order, keep-going with one line per kind, shrinking to
 // the few experts a bug needs, one signature per bug over seeds, shape flags for a kernel
 // that supports one shape, batches of 4,096 tokens and more, and exit 3 when too little

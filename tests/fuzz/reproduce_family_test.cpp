@@ -1,4 +1,4 @@
-// A libFuzzer input on a moe_route_v2 library (issue 16): routerCase decodes it to the
+// A libFuzzer input on a moe_route_v2 library: routerCase decodes it to the
 // routing family's case for that library (its contract's families and shapes), the same case
 // in fuzz_external and in `moe-oracle reproduce`, whose reproducer `moe-oracle replay`
 // replays to the same signature. A v1 router's input keeps the byte layout (decodeCase).

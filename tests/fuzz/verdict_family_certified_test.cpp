@@ -1,4 +1,4 @@
-// The routing family's certified selection level clears what binary64 cannot (issue 16): a
+// The routing family's certified selection level clears what binary64 cannot: a
 // router that kept an expert whose key (softmax or sigmoid score, plus a bias) is below a
 // displaced one's by just under the budget is within its rounding, but the difference is so
 // near the budget that the binary64 filter's bands straddle it: binary64 alone cannot rule

@@ -1,4 +1,4 @@
-// judgeFamilyToken on hand-built tokens (issue 16): a selection difference that binary64
+// judgeFamilyToken on hand-built tokens: a selection difference that binary64
 // cannot place against its budget goes to the oracle's MPFR level and is judged there; the
 // kept groups' span, the top-2 group budget and the raw gates' scale are checked as
 // docs/fuzz.md derives them; the selection levels count once per token.

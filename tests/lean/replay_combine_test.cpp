@@ -188,7 +188,7 @@ TEST(LeanReplayForward, DenseAndSparseBitExactWithLeanExps) {
   }
   EXPECT_GE(seen, 100u);
   EXPECT_GE(hostExpRuns, 1u);
-  // The edge cases of issue 14, in binary32 and binary64 each.
+  // The edge cases the vectors must hold, in binary32 and binary64 each.
   EXPECT_GE(flagged["InfiniteDisplacedExpert"], 4u);
   EXPECT_GE(flagged["NonFiniteRow"], 4u);
   EXPECT_GE(flagged["NearTieAtKeptBoundary"], 4u);

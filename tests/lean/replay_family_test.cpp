@@ -1,4 +1,4 @@
-// Replay of the routing family's vectors (issue 16: RouteScoresTest, RouteGatesTest,
+// Replay of the routing family's vectors (RouteScoresTest, RouteGatesTest,
 // SigmoidTest) against oracle/include/moe/oracle/family.hpp. Every value Lean exported is
 // reproduced exactly: bit for bit in binary32 and binary64 (the same order of operations;
 // Lean's exp values injected, each exp argument checked to be Lean's x_i - m or 0 - x_i),

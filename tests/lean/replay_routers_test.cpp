@@ -1,6 +1,6 @@
 // Replay of the Lean RoutingTests through the fuzzer's own vector reader and verdict code
 // (fuzz/io/replay.cpp): against the oracle alone, and against every built-in router this
-// CPU can run, as issue 5 asks once the fuzzer provides the verdict.
+// CPU can run, once the fuzzer provides the verdict.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -62,7 +62,7 @@ TEST(MiniSchema, RejectsUnknownFieldBadHexMissingFieldAndBadResult) {
   EXPECT_EQ(schema.validate(doc).size(), 1u);
 }
 
-// The routing family's groups (issue 16) are checked too, not skipped as unknown types.
+// The routing family's groups are checked too, not skipped as unknown types.
 TEST(MiniSchema, ChecksTheFamilyGroups) {
   const MiniSchema schema(readSchema());
   json doc = minimalFile();
@@ -199,7 +199,7 @@ TEST(LeanVectorsLint, EveryDefinitionIsCovered) {
         "TieAtKeptBoundary", "InfiniteDisplacedExpert", "NearTieAtKeptBoundary"}) {
     EXPECT_TRUE(flags.count(flag)) << "no test flagged " << flag;
   }
-  // The routing family's adversarial cases (issue 16).
+  // The routing family's adversarial cases.
   for (const char* flag :
        {"GroupMaxTie", "GroupTop2SumTie", "GroupTieAtKeptBoundary", "BiasCancelsScoreDifference",
         "BiasOverturnsScoreOrder", "GroupsOfOne", "KAboveEligible", "MixtralParams",

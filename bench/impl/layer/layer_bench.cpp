@@ -1,4 +1,4 @@
-// Sparse vs dense forward of moe::Layer at E = 64, k = 2 (issue 3's target: sparse at least
+// Sparse vs dense forward of moe::Layer at E = 64, k = 2 (the target: sparse at least
 // (E/k)/2 = 16x faster than dense), T = 1024 tokens, d = 256, h = 512, on one core.
 //   build/bin/layer_bench            (prints both runs, then the ratio against the target)
 #include <benchmark/benchmark.h>

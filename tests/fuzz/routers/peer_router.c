@@ -1,13 +1,13 @@
 /* A correct router behind moe_route_v1 (TorchLean's softmax in binary32 with expf, top-k on
  * the probabilities, ties to the lower index, gates renormalised in index order), built
  * once per PEER_* variant below as a shared library. Each variant is one behaviour of a
- * kernel nobody here wrote that the real-kernels tests (issue 12) need:
+ * kernel nobody here wrote that the real-kernels tests need:
  *   PEER_TIE_HIGH_ANY   ties to the higher index, and a contract that says "tie_order": "any"
  *   PEER_TWO_BUGS       ties to the higher index AND gates not renormalised (two kinds)
  *   PEER_SHAPE_256_8    supports only E = 256, k = 8 (MOE_ROUTE_EUNSUPPORTED otherwise)
  *   PEER_LARGE_BATCH    the last token of a batch of 4,096 or more reads the wrong row
  *   PEER_ABSTAIN_ALL    supports nothing (MOE_ROUTE_EUNSUPPORTED on every call)
- * and the hostile kernels of issue 13, each misbehaving on one shape only:
+ * and the hostile kernels, each misbehaving on one shape only:
  *   PEER_SEGV_E13       dereferences NULL when E = 13
  *   PEER_TIE_GATES      a position-dependent exp, as ggml's: an odd expert's exp is one ulp
  *                       larger, so equal logits get gates one ulp apart and an odd index

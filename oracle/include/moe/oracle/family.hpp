@@ -1,5 +1,5 @@
 #pragma once
-// The routing family of today's open MoE models (issue 16): softmax or sigmoid scores, an
+// The routing family of today's open MoE models: softmax or sigmoid scores, an
 // optional per-expert selection bias, group-limited top-k, renormalisation and a scale.
 // One function per definition of lean-traces/Spec.lean (namespaces Activation and
 // Spec.MoE), with the same names and the same order of operations, so that evaluated in

@@ -11,7 +11,7 @@
 
 namespace moe::fuzz {
 
-// The widest draw (issue 12): E up to 4,096, T up to 65,536, at most 2^24 logits a case.
+// The widest draw: E up to 4,096, T up to 65,536, at most 2^24 logits a case.
 inline constexpr int64_t kDrawMaxExperts = 4096;
 inline constexpr int64_t kDrawMaxTokens = 65536;
 inline constexpr int64_t kDrawMaxLogits = int64_t{1} << 24;

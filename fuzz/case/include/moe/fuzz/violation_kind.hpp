@@ -25,14 +25,14 @@ enum class ViolationKind {
   kGateError,
   // Across calls.
   kBatchVariance,
-  // The call itself (issue 13): found by the isolated runner or the status check.
+  // The call itself: found by the isolated runner or the status check.
   kCrash,
   kHang,
   kOutOfBoundsWrite,
   kBadStatus,
-  // A Python function under test raised instead of returning (the Python door, issue 17).
+  // A Python function under test raised instead of returning (the Python door).
   kException,
-  // The routing family (moe_route_v2, issue 16; docs/fuzz.md "The routing family").
+  // The routing family (moe_route_v2; docs/fuzz.md "The routing family").
   // Groups: a kept expert's group is beaten by topk_groups groups beyond the budget, or
   // the kept experts span more than topk_groups groups.
   kKeptGroup,

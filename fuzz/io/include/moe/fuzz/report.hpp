@@ -2,7 +2,7 @@
 // printed once, and ends in
 //   moe-oracle: <router>-<kind>
 // so crashes and campaign findings deduplicate on that line. The shape is not in it: one
-// bug found on eight seeds at eight shapes is one signature (issue 12).
+// bug found on eight seeds at eight shapes is one signature.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // One token told for a person: the table that the violation report (report.cpp) and
-// `moe-oracle explain` (explain.cpp) both print, so that the two never tell a case two ways
-// (issue 15). A v1 case: each expert's logit, rank, the spec's kept set, the exact
+// `moe-oracle explain` (explain.cpp) both print, so that the two never tell a case two
+// ways. A v1 case: each expert's logit, rank, the spec's kept set, the exact
 // probability and gate, and the router's slot and gate. A v2 case (a routing family): the
 // family's parameters, each expert's exact score, bias and biased key, its group, the
 // groups' exact scores and which the spec keeps, the spec's kept experts and exact gates.

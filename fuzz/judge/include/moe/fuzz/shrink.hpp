@@ -1,4 +1,4 @@
-// Shrinking a violation to the smallest case that still shows it (issue 12): a tie bug
+// Shrinking a violation to the smallest case that still shows it: a tie bug
 // found at E = 605, k = 460 is reported at E = 2, k = 1, with logits like 0 and 1.
 #pragma once
 

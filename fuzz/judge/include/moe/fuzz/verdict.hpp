@@ -113,7 +113,7 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
                          const Contract& contract, const VerdictConfig& config,
                          LevelCounters& levels);
 
-// The one judge (issue 12): the verdict configuration and the level counters, used by every
+// The one judge: the verdict configuration and the level counters, used by every
 // path that judges (moe-oracle fuzz, replay and explain, the libFuzzer targets, the crash
 // reproducer), so that a case is judged the same way wherever it is run.
 class Judge {

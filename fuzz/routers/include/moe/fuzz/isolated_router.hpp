@@ -1,4 +1,4 @@
-// The library under test in a child process (issue 13): a fork server that loads the
+// The library under test in a child process: a fork server that loads the
 // library once and serves calls, restarted after it dies, so that the judge in the parent
 // survives whatever the kernel does. Each call's output buffers end at a guard page and
 // start after canary bytes; a watchdog bounds the call. A crash (any signal or exit), a hang,

@@ -1,4 +1,4 @@
-// Every implementation behind ONE interface (style.md, cryptofuzz's module): built-in
+// Every implementation behind ONE interface (as cryptofuzz's modules are): built-in
 // routers by name (moe::findRouter), a user's shared library (dlopen of moe_route_v1 and,
 // optionally, moe_route_v1_contract), the binary32 spec itself, and routers that a test
 // build registers (the broken routers of tests/fuzz/broken/). A router that cannot run a
@@ -23,7 +23,7 @@ namespace moe::fuzz {
 
 // A failure of the call itself rather than of its output: the router crashed, hung, wrote
 // outside its buffers, or returned a status the ABI does not define. A finding, never the
-// end of the run (issue 13).
+// end of the run.
 struct RouteFault {
   ViolationKind kind = ViolationKind::kNone;  // kCrash, kHang, kOutOfBoundsWrite, kBadStatus
   std::string detail;                         // "killed by SIGSEGV (signal 11)", ...

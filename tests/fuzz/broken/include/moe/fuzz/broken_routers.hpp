@@ -1,4 +1,4 @@
-// Deliberately broken routers, each a bug class seen in production kernels (issue 4's
+// Deliberately broken routers, each a bug class seen in production kernels (the
 // acceptance list). Test-only (tests/fuzz/broken/, never in the shipped command): the same
 // code is built in process (registerBrokenRouters: openRouter("broken-<bug>")) and as shared
 // libraries libmoe_broken_<bug>.so that `moe-oracle fuzz --impl` must catch.
