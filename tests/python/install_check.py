@@ -96,6 +96,13 @@ def main():
                     "--moe-out", tmp / "out", "test_router.py"], env=env, cwd=tmp / "kernel")
         if "1 passed" not in out:
             sys.exit(f"FAILED: the plugin's test did not pass\n{out}")
+        # As a build tree's instructions say it: with -p on top of the entry point, once.
+        out = step("pytest plugin from its entry point and -p",
+                   [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                    "moe_oracle.pytest_plugin", "--moe-seconds", "1", "--moe-out",
+                    tmp / "out", "test_router.py"], env=env, cwd=tmp / "kernel")
+        if "1 passed" not in out:
+            sys.exit(f"FAILED: the plugin given twice did not load once\n{out}")
     after = snapshot(source, binary_dir)
     changed = sorted(before ^ after)
     leftovers = [p for pattern in ("lib.*", "bdist.*", "temp.*")
