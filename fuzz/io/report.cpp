@@ -194,7 +194,7 @@ nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseRes
   nlohmann::json file;
   file["algorithm"] = "moe-topk-routing";
   file["schema"] = "moe_vectors_v1.schema.json";
-  file["generatorVersion"] = "moe-oracle fuzz 0.1.0";
+  file["generatorVersion"] = std::string("moe-oracle ") + MOE_ORACLE_VERSION;
   file["provenance"] = provenance;
   file["header"] = {"A violation found by moe-oracle fuzz; replay with `moe-oracle replay`."};
   file["notes"] = {
