@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long no-violation runs of issue 4 (not CI): every correct built-in router and the
+# The long no-violation runs (not CI): every correct built-in router and the
 # binary32 spec, fuzzed for N seconds each (default 600) with a printed random seed, through
 # moe_route_v1 and then through moe_route_v2 (one router per distinct v2 kernel).
 # Usage: fuzz/long-run.sh [SECONDS] [BUILD_DIR]. Exit 1 if any run finds a violation.
