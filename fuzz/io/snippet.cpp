@@ -14,6 +14,7 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/vectors.hpp"
@@ -84,15 +85,7 @@ SpecAnswer specFamily(std::span<const float> x, const Family& f, int32_t k) {
     pad(a, k);
     return a;
   }
-  oracle::RouteParams<float> p;
-  p.k = static_cast<size_t>(std::max(k, 0));
-  p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
-  p.bias = std::span<const float>(f.bias);
-  p.groups = static_cast<size_t>(f.groups);
-  p.topkGroups = static_cast<size_t>(f.topkGroups);
-  p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
-  p.renormalize = f.renormalize == 1;
-  p.scale = f.scale;
+  const oracle::RouteParams<float> p = familyRouteParams(f, std::max(k, 0));
   if (!oracle::certified::isRealRouteRow(p, x)) {
     a.none = "the row is not real: the spec fixes only the structure";
     return a;

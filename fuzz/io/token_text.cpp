@@ -9,6 +9,7 @@
 #include <regex>
 #include <vector>
 
+#include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/oracle/certified/family.hpp"
 #include "moe/oracle/certified/gates.hpp"
@@ -174,15 +175,7 @@ void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Fam
                    invalid);
     return;
   }
-  oracle::RouteParams<float> p;
-  p.k = static_cast<size_t>(std::max(k, 0));
-  p.score = f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax;
-  p.bias = std::span<const float>(f.bias);
-  p.groups = static_cast<size_t>(f.groups);
-  p.topkGroups = static_cast<size_t>(f.topkGroups);
-  p.groupScore = f.groupScore == 1 ? oracle::GroupScore::top2Sum : oracle::GroupScore::max;
-  p.renormalize = f.renormalize == 1;
-  p.scale = f.scale;
+  const oracle::RouteParams<float> p = familyRouteParams(f, std::max(k, 0));
   const size_t n = std::min(p.k, static_cast<size_t>(familyEligible(f, static_cast<int32_t>(E))));
   const bool real = E > 0 && oracle::certified::isRealRouteRow(p, x);
   fmt::format_to(
