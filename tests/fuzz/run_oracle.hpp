@@ -16,10 +16,8 @@ struct RunResult {
   std::string out;
 };
 
-// `args` go to the shell as written; stderr is dropped unless `withStderr`.
-inline RunResult runOracle(const std::string& args, bool withStderr = false) {
-  const std::string cmd =
-      std::string(MOE_ORACLE_BIN) + " " + args + (withStderr ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command line: its exit code and stdout.
+inline RunResult runShell(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, ""};
   std::string out;
@@ -27,6 +25,12 @@ inline RunResult runOracle(const std::string& args, bool withStderr = false) {
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// `args` go to the shell as written; stderr is dropped unless `withStderr`.
+inline RunResult runOracle(const std::string& args, bool withStderr = false) {
+  return runShell(std::string(MOE_ORACLE_BIN) + " " + args +
+                  (withStderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A fresh, empty folder under the temporary directory.

@@ -2,9 +2,7 @@
 // program that runs with torch alone and holds the reproducer's values bit for bit, and
 // `explain --as c` compiles as C99 (against route_abi.h for a family) and prints them.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -28,13 +26,7 @@ using testing::RunResult;
 const char* const kPython = "/usr/bin/python3";
 
 RunResult shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, ""};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return testing::runShell(cmd + " 2>&1");
 }
 
 void writeFile(const std::string& path, const std::string& text) {
