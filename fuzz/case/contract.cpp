@@ -94,6 +94,24 @@ std::string enumValue(const nlohmann::json& j, std::string_view key) {
   throw contractError(fmt::format("\"{}\" must be {}, got {}", key, list, j.dump()));
 }
 
+// An array of whole numbers and range strings ("8", "1-64") as one IntSet within [min, max],
+// for "shapes" and the family's group counts; `field` names it in errors.
+IntSet rangeList(const nlohmann::json& v, const std::string& field, int64_t min, int64_t max) {
+  std::string text;
+  for (const auto& item : v) {
+    if (!text.empty()) text += ',';
+    if (item.is_number_integer()) {
+      text += std::to_string(item.get<int64_t>());
+    } else if (item.is_string()) {
+      text += item.get<std::string>();
+    } else {
+      throw contractError(
+          fmt::format("\"{}\" holds whole numbers or range strings such as \"1-64\"", field));
+    }
+  }
+  return IntSet::parse(text, fmt::format("router contract: \"{}\"", field), min, max);
+}
+
 SupportedShapes parseShapes(const nlohmann::json& j) {
   if (!j.is_object()) throw contractError("\"shapes\" must be an object");
   rejectUnknownKeys(j, property("shapes"), "shapes.");
@@ -102,21 +120,8 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
     if (!j.contains(key)) return IntSet();
     const auto& v = j[key];
     if (!v.is_array()) throw contractError(fmt::format("\"shapes.{}\" must be an array", key));
-    std::string text;
-    for (const auto& item : v) {
-      if (!text.empty()) text += ',';
-      if (item.is_number_integer()) {
-        text += std::to_string(item.get<int64_t>());
-      } else if (item.is_string()) {
-        text += item.get<std::string>();
-      } else {
-        throw contractError(
-            fmt::format("\"shapes.{}\" holds numbers or range strings such as \"1-64\"", key));
-      }
-    }
-    const int64_t max =
-        property(std::string("shapes.") + key).at("items").at("anyOf").at(0).at("maximum");
-    return IntSet::parse(text, fmt::format("router contract: \"shapes.{}\"", key), 0, max);
+    const std::string field = std::string("shapes.") + key;
+    return rangeList(v, field, 0, property(field).at("items").at("anyOf").at(0).at("maximum"));
   };
   s.experts = list("experts");
   s.k = list("k");
@@ -153,20 +158,8 @@ std::string familyEnumItem(const nlohmann::json& x, const char* key) {
 // Whole numbers and range strings ("1-8"), as "shapes" takes them, for groups and
 // topk_groups.
 IntSet familyIntSet(const nlohmann::json& j, const char* key) {
-  std::string text;
-  familyList(j, key, [&](const nlohmann::json& x) {
-    if (!text.empty()) text += ',';
-    if (x.is_number_integer()) {
-      text += std::to_string(x.get<int64_t>());
-    } else if (x.is_string()) {
-      text += x.get<std::string>();
-    } else {
-      throw contractError(
-          fmt::format("\"families.{}\" holds whole numbers or ranges such as \"1-8\"", key));
-    }
-  });
-  return IntSet::parse(text, fmt::format("router contract: \"families.{}\"", key), 1,
-                       kDrawMaxExperts);
+  familyList(j, key, [](const nlohmann::json&) {});  // a non-empty array
+  return rangeList(j[key], std::string("families.") + key, 1, kDrawMaxExperts);
 }
 
 // "families": {"scores": [...], "groups": bool or [values], "topk_groups": [values],
