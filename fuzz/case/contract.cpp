@@ -324,6 +324,14 @@ Contract parseContractJSON(const nlohmann::json& j) {
     throw contractError(fmt::format("\"compute\" must be {}, got {}",
                                     property("compute").at("const").dump(), j["compute"].dump()));
   }
+  // A contract written for a later schema may use a key of this one in another sense.
+  if (j.contains("schema_version") &&
+      j["schema_version"] != property("schema_version").at("const")) {
+    throw contractError(fmt::format(
+        "\"schema_version\" {} is not the contract schema this moe-oracle reads (version {}): "
+        "the contract was written for another moe-oracle",
+        j["schema_version"].dump(), property("schema_version").at("const").dump()));
+  }
   if (j.contains("abi")) c.abi = enumValue(j["abi"], "abi");
   rejectDispatchFields(j, c.abi);
   if (j.contains("families")) {
