@@ -54,9 +54,10 @@ def unknown_router(router, known):
     return None
 
 
-def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
+def fuzz_router(moe_oracle, router, seconds, seed, out_dir, jobs=None):
     """Runs one router's campaign (ROUTER as split_router reads it); returns its report
-    entry (a dict)."""
+    entry (a dict). jobs: the threads that judge (--jobs; the routers run one at a time, so
+    the campaign gives each all its cores)."""
     impl, abi = split_router(router)
     # A user's library is given by path: its file name, made safe, names its files.
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(impl) + (f"@{abi}" if abi else ""))
@@ -68,6 +69,8 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
            str(seed), "--out", os.path.join(work, "reproducers"), "--json"]
     if abi:
         cmd += ["--abi", abi]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
     outcome = child_process.run(cmd, log_path=log, timeout=seconds * 2 + 60,
                                 stdout_path=stdout)
     entry = {"router": router, "command": " ".join(cmd), "log": os.path.relpath(log, out_dir),

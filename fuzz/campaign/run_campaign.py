@@ -268,7 +268,7 @@ def main(argv):
         print(f"[{time.strftime('%H:%M:%S')}] {step_id}", file=sys.stderr, flush=True)
         if "router" in info:
             entry = router_fuzz.fuzz_router(a.moe_oracle, info["router"], per_router,
-                                            state["seed"], a.out)
+                                            state["seed"], a.out, jobs=a.cores)
             for v in entry.get("violations", []):
                 campaign_state.remember_signature(state, v["signature"])
                 v["command"] = (f"{a.moe_oracle} replay {os.path.join(a.out, v['reproducer'])}"

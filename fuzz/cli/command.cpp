@@ -143,6 +143,7 @@ struct FuzzFlags {
   bool json = false, keepGoing = false;
   std::string experts, k, tokens, family;
   std::string block, capacity;  // the dispatch door's
+  int jobs = 0;  // 0: the cores the process may use
   CLI::Option* seedOption = nullptr;
 };
 
@@ -232,6 +233,7 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
   options.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
   options.outDir = f.out;
   options.config = config;
+  options.config.jobs = f.jobs > 0 ? f.jobs : availableCores();
   options.keepGoing = f.keepGoing;
   options.shrinkSeconds = f.shrinkSeconds;
   options.minTokens = f.minTokens;
@@ -413,6 +415,10 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
   fuzz->add_option("--min-tokens", f.minTokens,
                    "fewer tokens judged than this is insufficient coverage, exit 3 (default "
                    "1000)");
+  fuzz->add_option("--jobs", f.jobs,
+                   "threads that judge the tokens of a case (default: the cores this process "
+                   "may use); the results are the same for any number")
+      ->check(CLI::Range(1, 1024));
 }
 
 int runMain(int argc, char** argv) {

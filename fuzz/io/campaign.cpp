@@ -312,7 +312,8 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
   j["acceptable_reasons"] = nlohmann::json::object();
   for (const auto& [reason, n] : s.acceptableReasons) j["acceptable_reasons"][reason] = n;
   const LevelCounters& l = s.levels;
-  j["levels"] = {{"selection_float", l.selectionFloat},
+  j["levels"] = {{"first_level", l.firstLevel},
+                 {"selection_float", l.selectionFloat},
                  {"selection_double", l.selectionDouble},
                  {"selection_certified", l.selectionCertified},
                  {"selection_undecided", l.selectionUndecided},
@@ -368,12 +369,12 @@ std::string summaryText(const CampaignSummary& s) {
       "moe-oracle fuzz {}: seed {}, {:.1f} s, {} cases ({} tokens, {} abstained), {:.0f} cases/s\n"
       "verdicts (tokens judged): exact {}, acceptable {}{}, violation {} (cases with a "
       "violation: {})\n"
-      "decided at: selection float {} / double {} / certified {} / undecided {}; gates double "
-      "{} / certified {} / undecided {}\n"
+      "decided at: first level {} tokens; the rest: selection float {} / double {} / certified "
+      "{} / undecided {}; gates double {} / certified {} / undecided {}\n"
       "coverage (tokens judged): E{}; k{}; T{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.tokens, s.abstained, s.casesPerSecond(), s.exact,
       s.acceptable, reasons.empty() ? "" : " (" + reasons.substr(1) + ")", s.violation,
-      s.violationCases, l.selectionFloat, l.selectionDouble, l.selectionCertified,
+      s.violationCases, l.firstLevel, l.selectionFloat, l.selectionDouble, l.selectionCertified,
       l.selectionUndecided, l.gateDouble, l.gateCertified, l.gateUndecided,
       bandText(kExpertBands, cov.experts), bandText(kKBands, cov.k),
       bandText(kTokenBands, cov.tokens));

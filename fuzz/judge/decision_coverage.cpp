@@ -35,7 +35,8 @@ constexpr std::array<const char*, kVerdictSignalCount> kSignalNames = {"selectio
                                                                        "margin>7/8",
                                                                        "near-tie-keys",
                                                                        "near-tie-groups",
-                                                                       "tiny-scores"};
+                                                                       "tiny-scores",
+                                                                       "first_level"};
 
 struct Tally {
   std::array<uint64_t, kVerdictSignalCount> execs{};
@@ -73,6 +74,7 @@ uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
   auto rose = [&](uint64_t LevelCounters::*level, VerdictSignal signal) {
     if (after.*level > before.*level) s |= bit(signal);
   };
+  rose(&LevelCounters::firstLevel, VerdictSignal::kFirstLevel);
   rose(&LevelCounters::selectionFloat, VerdictSignal::kSelectionFloat);
   rose(&LevelCounters::selectionDouble, VerdictSignal::kSelectionDouble);
   rose(&LevelCounters::selectionCertified, VerdictSignal::kSelectionCertified);

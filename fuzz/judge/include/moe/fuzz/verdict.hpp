@@ -52,9 +52,16 @@ struct VerdictConfig {
   // value then does not replace it (recordedConfig).
   bool analyticFloorGiven = false;
   bool checkBatchInvariance = true;  // when the contract claims it
+  // Decide the clear tokens at the first level (docs/fuzz.md, "The first level") before the
+  // ladder. Off only to compare the two (the verdicts are the same either way).
+  bool firstLevel = true;
+  // Threads that judge the tokens of a case (--jobs); verdicts, counters and everything
+  // reported are the same for any number.
+  int jobs = 1;
 };
 
 struct LevelCounters {
+  uint64_t firstLevel = 0;          // tokens decided whole by the first level (not counted below)
   uint64_t selectionFloat = 0;      // kept set/order decided by float comparisons alone
   uint64_t selectionDouble = 0;     // a near-tie decided by the binary64 filter
   uint64_t selectionCertified = 0;  // ... by MPFR enclosures
@@ -75,7 +82,8 @@ double probabilityBudget(double p, double absShift, int32_t experts, double expU
 double gateFloor(double exactGate, double shiftE, double weightedShiftS, int32_t keptCount,
                  int32_t experts, double expUlp);
 
-// Judges one token's output (ids and gates: k slots each).
+// Judges one token's output (ids and gates: k slots each): the ladder alone (the first
+// level is judgeRecorded's).
 Verdict judgeToken(std::span<const float> logits, int32_t k, std::span<const int32_t> ids,
                    std::span<const float> gates, const Contract& contract,
                    const VerdictConfig& config, LevelCounters& levels);
@@ -139,6 +147,9 @@ class Judge {
   VerdictConfig config_;
   LevelCounters levels_;
 };
+
+// The cores this process may run on (sched_getaffinity), at least 1: --jobs' default.
+int availableCores();
 
 // True for rows whose spec values are real numbers: no NaN, no +inf, some logit > -inf.
 bool isRealRow(std::span<const float> logits);
