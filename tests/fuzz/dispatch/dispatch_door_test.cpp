@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "mini_schema.hpp"
 #include "run_oracle.hpp"
 
 namespace moe::fuzz {
@@ -49,6 +50,11 @@ TEST_P(BrokenDispatcher, IsCaughtWithItsKindAndAShrunkReproducer) {
   EXPECT_LE(v["shape"]["tokens"].get<int64_t>(), 8) << v;
   const std::string file = v["reproducer"];
   ASSERT_TRUE(std::filesystem::exists(file)) << file;
+  // The file is what the schema it names says (lean-traces/moe_vectors_v1.schema.json).
+  std::ifstream schemaText(MOE_VECTORS_SCHEMA), reproducerText(file);
+  const moe::lean::MiniSchema schema(nlohmann::json::parse(schemaText));
+  const auto errors = schema.validate(nlohmann::json::parse(reproducerText));
+  EXPECT_TRUE(errors.empty()) << file << ": " << errors.front();
   // The recorded output is judged the same kind again; the kernel rerun still violates; the
   // in-tree kernel passes the case.
   EXPECT_EQ(runOracle("replay " + file).exitCode, 0);
@@ -171,10 +177,10 @@ TEST(DispatchDoor, ExplainAsWritesADispatchSnippet) {
   std::ofstream(source) << c.out;
   for (const auto& [variant, want] : {std::pair{"capacity_last", 1}, std::pair{"correct", 0}}) {
     const std::string exe = out + "/repro-" + variant;
-    const auto built =
-        testing::runShell(std::string("cc -std=c99 -Wall -Werror -I ") + MOE_IMPL_INCLUDE + " " +
-                          source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" +
-                          variant + " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
+    const auto built = testing::runShell(
+        std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " + MOE_IMPL_INCLUDE + " " +
+        source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" + variant +
+        " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
     ASSERT_EQ(built.exitCode, 0) << built.out;
     const auto ran = testing::runShell(exe + " 2>&1");
     EXPECT_EQ(ran.exitCode, want) << variant << "\n" << ran.out;
