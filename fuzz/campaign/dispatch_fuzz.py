@@ -1,5 +1,5 @@
 """Part 1 of a campaign, dispatch kernels: `moe-oracle fuzz --impl LIB --abi moe_dispatch_v1
---json` on each moe_dispatch_v1 library: by default the in-tree ones (libmoe_dispatch_*.so
+--json` on each moe_dispatch_v1 library: by default the in-tree one (libmoe_dispatch_eigen.so
 beside the moe-oracle binary, in ../lib), else those --dispatchers names.
 
 The run and its report entry are a router's (router_fuzz.fuzz_router: statuses, logs,
@@ -7,23 +7,26 @@ reproducers copied into the report's folder), keyed "dispatcher" and carrying th
 summary's own fields: slots judged and their coverage by slot count, block and capacity.
 """
 
-import glob
 import os
 
 import router_fuzz
 
 ABI = "moe_dispatch_v1"
+# The shipped dispatch kernels. Not every libmoe_dispatch_*.so of a build: the tests' broken
+# kernels (libmoe_dispatch_test_*.so) sit in the same folder once the tests are built.
+IN_TREE = ("libmoe_dispatch_eigen.so",)
 # The dispatch door's --json fields kept in the report entry, beside the router's.
 DISPATCH_FIELDS = ("slots", "passed", "violation_cases")
 
 
 def in_tree_libraries(moe_oracle):
-    """The libmoe_dispatch_*.so of the build that holds MOE_ORACLE (bin/ and lib/ are
+    """The IN_TREE libraries the build that holds MOE_ORACLE has (bin/ and lib/ are
     siblings); [] when there is none."""
     if not moe_oracle or os.sep not in moe_oracle:
         return []
-    lib = os.path.join(os.path.dirname(os.path.abspath(moe_oracle)), "..", "lib")
-    return sorted(os.path.normpath(p) for p in glob.glob(os.path.join(lib, "libmoe_dispatch_*.so")))
+    lib = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(moe_oracle)), "..",
+                                        "lib"))
+    return [os.path.join(lib, n) for n in IN_TREE if os.path.isfile(os.path.join(lib, n))]
 
 
 def libraries(dispatchers, moe_oracle):

@@ -2,7 +2,7 @@
 """Runs one fuzzing campaign over prebuilt binaries and writes report.json + report.html.
 
 Part 1: `moe-oracle fuzz` on each built-in router, then on each moe_dispatch_v1 library (the
-in-tree libmoe_dispatch_*.so, or --dispatchers). Part 2: each libFuzzer target in each
+in-tree libmoe_dispatch_eigen.so, or --dispatchers). Part 2: each libFuzzer target in each
 given build (ASan+UBSan, plain), then its new inputs merged into the campaign's corpus,
 <out>/corpus/<target>/ (into the repository's corpus/<target>/ only with --merge-corpus),
 and its crashes minimised, signed and deduplicated. Everything the campaign writes is
@@ -57,7 +57,7 @@ def parse_args(argv):
                    "paths, NAME@moe_route_v2 for a built-in router's moe_route_v2 (default: "
                    "every built-in router, and each distinct moe_route_v2 kernel)")
     p.add_argument("--dispatchers", help="comma-separated moe_dispatch_v1 libraries to fuzz "
-                   "in part 1, or none (default: the in-tree libmoe_dispatch_*.so beside "
+                   "in part 1, or none (default: the in-tree libmoe_dispatch_eigen.so beside "
                    "--moe-oracle, in ../lib)")
     p.add_argument("--targets", help="comma-separated subset of the libFuzzer targets")
     p.add_argument("--seed", type=int, help="default: the campaign's start time")

@@ -196,8 +196,11 @@ class PlanTest(unittest.TestCase):
             os.symlink(self.FAKE, fake)
             lib = os.path.join(d, "lib", "libmoe_dispatch_eigen.so")
             open(lib, "w").close()
+            # The tests' broken kernels, built into the same folder, are not the campaign's.
+            open(os.path.join(d, "lib", "libmoe_dispatch_test_segv.so"), "w").close()
             a = run_campaign.parse_args(["--moe-oracle", fake, "--targets", "none"])
             plan = list(run_campaign.make_plan(a))
+            self.assertEqual([p for p in plan if p.startswith("dispatch:")], [f"dispatch:{lib}"])
             self.assertEqual(plan[-1], f"dispatch:{lib}")
             self.assertTrue(all(p.startswith("router:") for p in plan[:-1]), plan)
             # Part 1's share is split over the routers and the dispatch kernels alike.
