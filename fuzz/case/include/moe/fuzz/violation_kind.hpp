@@ -52,6 +52,17 @@ enum class ViolationKind {
   kBadParamsAccepted,
   kBadParamsWritten,
   kBadParamsWrongStatus,
+  // The fused layer (moe_layer_v1; docs/fuzz.md "The fused layer"): y beyond its derived
+  // budget around the spec's sparse forward. One expert's output wrong (named by the
+  // experiment that isolates it, with the token and coordinate); a kept expert's output
+  // weighted by another gate; a kept expert's output missing; an output added that the
+  // routing does not keep (or a kept one added twice); y not finite where the binary32
+  // evaluation cannot overflow.
+  kExpertOutput,
+  kCombineGate,
+  kMissingExpert,
+  kExtraExpert,
+  kLayerNonfinite,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).
