@@ -294,6 +294,32 @@ TEST(LayerVerdict, WithoutRoutingANearTieGivesTwoRoutings) {
   EXPECT_TRUE(judgeLayerOutput(c, far, contract, judge, {}).violation);
 }
 
+// A routing family (moe_route_v2's steps): sigmoid scores, a bias, groups, a scale; the
+// correct layer passes with and without its routing returned, a missing expert is caught.
+TEST(LayerVerdict, AFamilysRoutingIsJudgedAsV2s) {
+  const auto good = kernel<Order::kShuffled, Bug::kNone>();
+  const auto missing = kernel<Order::kSequential, Bug::kMissing>();
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    LayerCase c = randomCase(seed, 3, 32, 16, 8, 2, Style::kUniform);
+    Family f;
+    f.score = 1;
+    f.bias = {0.1f, -0.2f, 0.0f, 0.3f, 0.05f, -0.1f, 0.2f, 0.0f};
+    f.groups = 4;
+    f.topkGroups = 2;
+    f.renormalize = seed % 2 ? 1 : 0;
+    f.scale = 2.5f;
+    c.family = f;
+    for (bool routed : {true, false}) {
+      Judge judge;
+      const auto ok = judgeWith(*good, c, routed, judge);
+      EXPECT_FALSE(ok.violation) << "seed " << seed << ": " << ok.violation->certificate;
+      const auto bad = judgeWith(*missing, c, routed, judge);
+      ASSERT_TRUE(bad.violation) << "seed " << seed;
+      EXPECT_EQ(bad.violation->kind, ViolationKind::kMissingExpert) << bad.violation->certificate;
+    }
+  }
+}
+
 TEST(LayerVerdict, TheReturnedRoutingIsJudgedFirst) {
   const auto k = kernel<Order::kSequential, Bug::kNone>();
   const LayerCase c = randomCase(2, 1, 8, 4, 4, 2, Style::kUniform);
