@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "contract_schema.hpp"  // generated from docs/contract.schema.json
+#include "moe/fuzz/dispatch_contract.hpp"
 #include "moe/fuzz/recipes.hpp"
 
 namespace moe::fuzz {
@@ -110,6 +113,26 @@ IntSet rangeList(const nlohmann::json& v, const std::string& field, int64_t min,
     }
   }
   return IntSet::parse(text, fmt::format("router contract: \"{}\"", field), min, max);
+}
+
+// A router's contract: the dispatch door's ABI and fields are not its own.
+void rejectDispatchFields(const nlohmann::json& j, std::string_view abi) {
+  if (abi == kAbiDispatchV1) {
+    throw contractError(
+        "\"abi\": \"moe_dispatch_v1\" is the dispatch door's: this library is fuzzed as a "
+        "router (moe_route_v1 / moe_route_v2)");
+  }
+  if (j.contains("within_expert_order")) {
+    throw contractError("\"within_expert_order\" is a field of a moe_dispatch_v1 contract");
+  }
+  if (j.contains("shapes") && j["shapes"].is_object()) {
+    for (const char* key : {"block", "capacity"}) {
+      if (j["shapes"].contains(key)) {
+        throw contractError(
+            fmt::format("\"shapes.{}\" is a field of a moe_dispatch_v1 contract", key));
+      }
+    }
+  }
 }
 
 SupportedShapes parseShapes(const nlohmann::json& j) {
@@ -345,6 +368,7 @@ Contract parseContractJSON(const nlohmann::json& j) {
                                     property("compute").at("const").dump(), j["compute"].dump()));
   }
   if (j.contains("abi")) c.abi = enumValue(j["abi"], "abi");
+  rejectDispatchFields(j, c.abi);
   if (j.contains("families")) {
     if (!c.v2() && !c.isLayer()) {
       throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" or \"moe_layer_v1\" only");
@@ -479,6 +503,114 @@ nlohmann::json contractJSON(const Contract& c) {
     if (!c.shapes.intermediate.empty()) s["intermediate"] = items(c.shapes.intermediate);
     j["shapes"] = s;
   }
+  return j;
+}
+
+}  // namespace moe::fuzz
+
+// ---- The dispatch door's contract (dispatch_contract.hpp): the same schema and readers. ----
+
+namespace moe::fuzz {
+
+namespace {
+
+// The keys each door reads: a key of the other door is refused by name, not ignored.
+constexpr std::string_view kRouteOnlyKeys[] = {"families",        "selects_on",     "slot_order",
+                                               "batch_invariant", "compute",        "exp_max_ulp",
+                                               "gate_budget",     "nonfinite_rows", "tie_order"};
+constexpr std::string_view kDispatchOnlyKeys[] = {"within_expert_order"};
+constexpr std::string_view kDispatchShapeKeys[] = {"tokens", "k", "experts", "block", "capacity"};
+
+void refuseKeys(const nlohmann::json& j, std::span<const std::string_view> keys,
+                std::string_view prefix, std::string_view door) {
+  for (std::string_view key : keys) {
+    if (j.contains(std::string(key))) {
+      throw contractError(
+          fmt::format("\"{}{}\" is not a field of a {} contract", prefix, key, door));
+    }
+  }
+}
+
+DispatchShapes parseDispatchShapes(const nlohmann::json& j) {
+  if (!j.is_object()) throw contractError("\"shapes\" must be an object");
+  rejectUnknownKeys(j, property("shapes"), "shapes.");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(std::begin(kDispatchShapeKeys), std::end(kDispatchShapeKeys), key) ==
+        std::end(kDispatchShapeKeys)) {
+      throw contractError(fmt::format(
+          "\"shapes.{}\" is not a field of a moe_dispatch_v1 contract (it takes tokens, k, "
+          "experts, block, capacity)",
+          key));
+    }
+  }
+  DispatchShapes s;
+  auto list = [&](const char* key, IntSet& out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_array()) throw contractError(fmt::format("\"shapes.{}\" must be an array", key));
+    const std::string field = std::string("shapes.") + key;
+    const auto& item = property(field).at("items").at("anyOf").at(0);
+    out = rangeList(j[key], field, item.value("minimum", int64_t{0}), item.at("maximum"));
+  };
+  list("tokens", s.tokens);
+  list("k", s.k);
+  list("experts", s.experts);
+  list("block", s.block);
+  list("capacity", s.capacity);
+  return s;
+}
+
+nlohmann::json dispatchShapesJSON(const DispatchShapes& s) {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&](const char* key, const IntSet& set) {
+    if (!set.empty()) j[key] = rangeItems(set);
+  };
+  put("tokens", s.tokens);
+  put("k", s.k);
+  put("experts", s.experts);
+  put("block", s.block);
+  put("capacity", s.capacity);
+  return j;
+}
+
+}  // namespace
+
+const char* withinExpertOrderName(WithinExpertOrder o) {
+  return o == WithinExpertOrder::kAny ? "any" : "slot";
+}
+
+DispatchContract parseDispatchContract(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw contractError("not valid JSON");
+  return parseDispatchContractJSON(j);
+}
+
+DispatchContract parseDispatchContractJSON(const nlohmann::json& j) {
+  if (!j.is_object()) throw contractError("not a JSON object");
+  rejectUnknownKeys(j, schema(), "");
+  refuseKeys(j, kRouteOnlyKeys, "", kAbiDispatchV1);
+  if (j.contains("abi") && enumValue(j["abi"], "abi") != kAbiDispatchV1) {
+    throw contractError(
+        fmt::format("\"abi\" is {} in the contract of a moe_dispatch_v1 library", j["abi"].dump()));
+  }
+  DispatchContract c;
+  if (j.contains("name")) {
+    if (!j["name"].is_string()) throw contractError("\"name\" must be a string");
+    c.name = j["name"].get<std::string>();
+  }
+  if (j.contains("within_expert_order")) {
+    c.order = enumValue(j["within_expert_order"], "within_expert_order") == "any"
+                  ? WithinExpertOrder::kAny
+                  : WithinExpertOrder::kSlot;
+  }
+  if (j.contains("shapes")) c.shapes = parseDispatchShapes(j["shapes"]);
+  return c;
+}
+
+nlohmann::json dispatchContractJSON(const DispatchContract& c) {
+  nlohmann::json j = {{"abi", std::string(kAbiDispatchV1)},
+                      {"name", c.name},
+                      {"within_expert_order", withinExpertOrderName(c.order)}};
+  if (!c.shapes.any()) j["shapes"] = dispatchShapesJSON(c.shapes);
   return j;
 }
 

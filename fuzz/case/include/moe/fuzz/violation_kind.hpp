@@ -63,6 +63,17 @@ enum class ViolationKind {
   kMissingExpert,
   kExtraExpert,
   kLayerNonfinite,
+  // Dispatch (moe_dispatch_v1; docs/fuzz.md "The dispatch door"): a kept slot missing, a
+  // slot listed twice, a slot under another expert's block or experts out of order, padding
+  // out of place (or not the value tokens * k, or a list not padded to the block), a slot
+  // capacityKeeps drops kept in place of one it keeps, rows or block_expert inconsistent
+  // with the list.
+  kDroppedSlot,
+  kDuplicatedSlot,
+  kWrongExpert,
+  kBadPadding,
+  kCapacityOrder,
+  kRowsCount,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).
