@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,6 +57,13 @@ LayerCase layerTokenCase(const LayerCase& c, int32_t t);
 float roundToBf16(float v);
 // Every value of v representable in bf16.
 bool allBf16(std::span<const float> v);
+
+// The case as JSON (a reproducer's "case"): the sizes, "dtype", the family when there is
+// one, and every value as its binary32 bits in hex ("0x3f800000"), so it replays bit for
+// bit. layerCaseFromJSON throws std::invalid_argument on a malformed case (a missing field,
+// a size out of range, a buffer of the wrong length, a bf16 case with a value bf16 lacks).
+nlohmann::json layerCaseJSON(const LayerCase& c);
+LayerCase layerCaseFromJSON(const nlohmann::json& j);
 
 // "T 4, H 64, I 32, E 8, k 2, f32" (+ the family when there is one): for reports.
 std::string layerShapeText(const LayerCase& c);
