@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <span>
@@ -91,6 +92,23 @@ inline void routeToken(const moe_layer_params_v1& p, const float* logits, int32_
                        float* gates, float* raw) {
   const int32_t E = p.experts, k = p.k;
   std::span<const float> row(logits, static_cast<size_t>(E));
+  // A row with a NaN or +inf logit, or only -inf ones, has no ranking (the spec's scores are
+  // NaN): the lowest ids with NaN gates, as the project's routers answer it.
+  const bool anyFinite =
+      std::any_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); });
+  const bool ranked = anyFinite && std::none_of(row.begin(), row.end(), [](float v) {
+                        return std::isnan(v) || v == std::numeric_limits<float>::infinity();
+                      });
+  if (!ranked ||
+      (p.route && p.route->bias &&
+       !std::all_of(p.route->bias, p.route->bias + E, [](float v) { return std::isfinite(v); }))) {
+    for (int32_t s = 0; s < k; ++s) {
+      const bool filled = s < E;
+      ids[s] = filled ? s : -1;
+      gates[s] = raw[s] = filled ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    }
+    return;
+  }
   std::vector<size_t> kept;
   std::vector<float> dense(static_cast<size_t>(E), 0.0f), probs;
   if (!p.route) {
