@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   moe::python::bindFuzz(m);
   moe::python::bindCases(m);
   moe::python::bindFamily(m);
+  moe::python::bindLayer(m);
 }
