@@ -158,6 +158,27 @@ def _routers(report):
                   rows)
 
 
+def _dispatchers(report):
+    """The dispatch kernels (moe_dispatch_v1): judged exactly, one verdict per case; slots
+    judged per band of T * k (the 2^16 and 2^24 crossings), and the cases outside the
+    domain whose statuses were judged."""
+    rows = []
+    for d in report.get("dispatchers", []):
+        cov = d.get("coverage") or {}
+        bands = ", ".join(f"{b}: {n}" for b, n in sorted((cov.get("slots") or {}).items(),
+                                                         key=lambda kv: _band_key(kv[0])))
+        rows.append([escape(d["dispatcher"]), _badge(d.get("status", "")), _seconds(d),
+                     _num(d.get("cases", 0)), _num(d.get("tokens", 0)), _num(d.get("slots", 0)),
+                     _num(cov.get("outside_domain", 0)), escape(bands or "-"),
+                     _num(len(d.get("violations", []))),
+                     escape(d.get("message", "")), _link(d.get("log"), "log")])
+    if not rows:
+        return "<p>No dispatch kernel was run.</p>"
+    return _table(["dispatch kernel", "status", "seconds given / taken", "cases", "tokens",
+                   "slots judged", "cases outside the domain", "cases by slots (T * k)",
+                   "violations", "note", "log"], rows)
+
+
 # moe-oracle fuzz --json's coverage: tokens judged per band of each dimension.
 COVERAGE_DIMENSIONS = (("experts", "E (experts)"), ("k", "k (kept per token)"),
                        ("tokens", "T (tokens per case)"), ("k_vs_experts", "k against E"))
@@ -292,6 +313,7 @@ def render(report):
         _card("tokens judged acceptable", tot["verdicts"]["acceptable"]),
         _card("tokens judged violation", tot["verdicts"]["violation"],
               "bad" if tot["verdicts"]["violation"] else "ok"),
+        _card("dispatch slots judged", tot.get("dispatch_slots", 0)),
         _card("libFuzzer execs", tot["libfuzzer_execs"]),
         _card("corpus inputs added", tot["corpus_added"]),
         _card("steps failed (error, hang)", tot.get("failed_steps", 0),
@@ -313,6 +335,8 @@ CPU flags: {escape(" ".join(host.get("cpu_flags", [])) or "none of avx2/avx512")
 <h2>Violations and crashes (deduplicated by signature)</h2>{_violations(report)}
 <h2 id="verdict-legend">What the verdicts mean</h2>{_legend()}
 <h2>Routers: moe-oracle fuzz, verdicts by kind (one per token)</h2>{_routers(report)}
+<h2>Dispatch kernels: moe-oracle fuzz --abi moe_dispatch_v1, judged exactly</h2>{
+    _dispatchers(report)}
 <h2 id="coverage">Shape coverage: tokens judged per band of E, k and T</h2>{_coverage(report)}
 <h2>libFuzzer targets</h2>{_targets(report)}
 {_plots(report)}

@@ -21,6 +21,9 @@ of the space, k = 0, one token, logits +0).
 ``drawFamilyCase`` adds the family's parameters and structures (tied groups, cancelling
 and overturning biases, groups of one, k above the eligible experts, the shapes of today's
 models) to the drawn logits.
+
+``dispatch_cases()`` draws dispatch cases (moe_dispatch_v1's ids, block and capacity) for
+``assert_dispatch``, with Hypothesis's own choices (``help(dispatch_cases)``).
 """
 
 import json
@@ -30,6 +33,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import _arrays, _core, _family
+from ._dispatch_strategies import DispatchCase, dispatch_cases  # noqa: F401 (re-exported)
 
 # The shape (E, k, T) takes fewer bytes than the header (at most about 70); the rest feeds
 # the first logits. A logit takes at most 5 bytes (an op byte and a u32). Each header byte

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "run_oracle.hpp"
 
@@ -97,6 +99,42 @@ TEST(DispatchDoor, TheInTreeKernelCrosses2To16SlotsAndEveryBlock) {
   EXPECT_GT(j["coverage"]["slots"].value("65536-16777215", 0), 0) << j["coverage"];
 }
 
+// The door's plain path (--in-process: no child, no guard pages): the same verdict, so a
+// correct kernel runs clean and a broken one is caught with its kind, and replay reruns it
+// in-process too.
+TEST(DispatchDoor, InProcessJudgesTheSame) {
+  const std::string clean = freshDir("dispatch-in-process-clean");
+  auto r = runOracle("fuzz --in-process --json --seconds 3 --seed 5 --experts 0-300 --impl " +
+                     lib("correct") + " --out " + clean);
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_GT(nlohmann::json::parse(r.out)["passed"].get<int64_t>(), 50);
+  const std::string out = freshDir("dispatch-in-process");
+  r = runOracle("fuzz --in-process --json --seconds 20 --seed 3 --shrink-seconds 5 --impl " +
+                lib("capacity_last") + " --out " + out);
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["violations"].size(), 1u) << j;
+  EXPECT_EQ(j["violations"][0]["kind"], "capacity-order");
+  const std::string file = j["violations"][0]["reproducer"];
+  EXPECT_EQ(runOracle("replay --in-process " + file + " --impl " + lib("capacity_last")).exitCode,
+            1);
+  EXPECT_EQ(runOracle("replay --in-process " + file + " --impl " + lib("correct")).exitCode, 0);
+}
+
+// A case past 2^24 slots (where a float index stops being exact) is drawn and judged, not
+// only planned: T = 2,097,153 and k = 8 force 16,777,224 slots; one case (seconds 1 ends the
+// run after it) takes a few seconds.
+TEST(DispatchDoor, ACasePast2To24SlotsIsDrawnAndJudged) {
+  const std::string out = freshDir("dispatch-huge");
+  const auto r = runOracle(std::string("fuzz --json --seconds 1 --seed 2 --tokens 2097153 --k 8 "
+                                       "--experts 1-64 --min-tokens 1 --impl ") +
+                           MOE_EIGEN_DISPATCH + " --out " + out);
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GE(j["coverage"]["slots"].value("16777216+", 0), 1) << j["coverage"];
+  EXPECT_GE(j["slots"].get<int64_t>(), int64_t{1} << 24) << j;
+}
+
 TEST(DispatchDoor, AHangIsAFindingAndTheRunGoesOn) {
   const std::string out = freshDir("dispatch-hang");
   const auto r = runOracle(
@@ -109,6 +147,38 @@ TEST(DispatchDoor, AHangIsAFindingAndTheRunGoesOn) {
   EXPECT_EQ(j["violations"][0]["kind"], "hang");
   EXPECT_EQ(j["violations"][0]["shape"]["experts"], 7);
   EXPECT_GT(j["passed"].get<int64_t>(), 10) << "the run went on after the hang";
+}
+
+// explain --as python|c on a dispatch reproducer: a program calling the user's dispatcher.
+TEST(DispatchDoor, ExplainAsWritesADispatchSnippet) {
+  const std::string out = freshDir("dispatch-snippet");
+  const auto r = runOracle("fuzz --json --seconds 20 --seed 3 --shrink-seconds 5 --impl " +
+                           lib("capacity_last") + " --out " + out);
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const std::string file = nlohmann::json::parse(r.out)["violations"][0]["reproducer"];
+  const auto py = runOracle("explain --as python " + file);
+  ASSERT_EQ(py.exitCode, 0) << py.out;
+  EXPECT_NE(py.out.find("dispatch = None"), std::string::npos) << py.out;
+  EXPECT_NE(py.out.find("spec_sorted_slots = ["), std::string::npos) << py.out;
+  EXPECT_NE(py.out.find("capacity-order"), std::string::npos) << py.out;
+  const auto c = runOracle("explain --as c " + file);
+  ASSERT_EQ(c.exitCode, 0) << c.out;
+  EXPECT_NE(c.out.find("moe_dispatch_v1(tokens, k, experts, block, capacity, ids"),
+            std::string::npos)
+      << c.out;
+  // Built with the broken kernel it reports the difference (exit 1); with a correct one, 0.
+  const std::string source = out + "/repro.c";
+  std::ofstream(source) << c.out;
+  for (const auto& [variant, want] : {std::pair{"capacity_last", 1}, std::pair{"correct", 0}}) {
+    const std::string exe = out + "/repro-" + variant;
+    const auto built =
+        testing::runShell(std::string("cc -std=c99 -Wall -Werror -I ") + MOE_IMPL_INCLUDE + " " +
+                          source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" +
+                          variant + " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
+    ASSERT_EQ(built.exitCode, 0) << built.out;
+    const auto ran = testing::runShell(exe + " 2>&1");
+    EXPECT_EQ(ran.exitCode, want) << variant << "\n" << ran.out;
+  }
 }
 
 TEST(DispatchDoor, BadUsageIsExit2WithAMessage) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "moe/fuzz/contract.hpp"
 #include "moe/oracle/dispatch.hpp"
 
 namespace moe::fuzz {
@@ -136,6 +137,33 @@ TEST(DispatchVerdict, StatusesOutsideTheDomain) {
   EXPECT_EQ(kindOf(smallCase(), odd), ViolationKind::kBadStatus);
   odd.status = 4;
   EXPECT_TRUE(judgeDispatch(smallCase(), odd, WithinExpertOrder::kSlot).abstained);
+}
+
+}  // namespace
+}  // namespace moe::fuzz
+
+namespace moe::fuzz {
+namespace {
+
+// The dispatch contract is read with the router's schema: its own fields, nothing else.
+TEST(DispatchContract, ReadsItsFieldsAndRefusesARoutersOnes) {
+  const DispatchContract c = parseDispatchContract(
+      R"({"abi": "moe_dispatch_v1", "name": "mine", "within_expert_order": "any",
+          "shapes": {"block": [16, "64-128"], "capacity": [-1, "0-8"], "k": [8]}})");
+  EXPECT_EQ(c.name, "mine");
+  EXPECT_EQ(c.order, WithinExpertOrder::kAny);
+  EXPECT_TRUE(c.shapes.block.contains(96));
+  EXPECT_FALSE(c.shapes.block.contains(32));
+  EXPECT_TRUE(c.shapes.capacity.contains(-1));
+  EXPECT_EQ(parseDispatchContractJSON(dispatchContractJSON(c)).shapes.block.text(),
+            c.shapes.block.text());
+  EXPECT_THROW(parseDispatchContract(R"({"selects_on": "logits"})"), std::invalid_argument);
+  EXPECT_THROW(parseDispatchContract(R"({"within_expert_order": "random"})"),
+               std::invalid_argument);
+  EXPECT_THROW(parseDispatchContract(R"({"shapes": {"max_tokens": 4}})"), std::invalid_argument);
+  EXPECT_THROW(parseDispatchContract(R"({"abi": "moe_route_v1"})"), std::invalid_argument);
+  EXPECT_THROW(parseContract(R"({"within_expert_order": "slot"})"), std::invalid_argument);
+  EXPECT_THROW(parseContract(R"({"abi": "moe_dispatch_v1"})"), std::invalid_argument);
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 // in slot order, experts in increasing order, each list padded to a multiple of the block.
 // Built on capacityKeeps (capacity.hpp): the capacity limit is capacityKeeps over the
 // non-empty slots in slot order, so a slot's fate depends only on the slots before it.
+// These definitions are not yet in lean-traces/Spec.lean: they are written from its
+// capacityKeeps, under the names they are to take there (Spec.MoE.dispatchSlots, ...),
+// and have no golden vectors yet.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,7 +24,7 @@ struct DispatchSlot {
   bool operator==(const DispatchSlot&) const = default;
 };
 
-// Lean: Spec.MoE.dispatchSlots — serves capacity_depends_on_devices
+// Lean (to add): Spec.MoE.dispatchSlots — serves capacity_depends_on_devices
 // The non-empty slots in slot order; ids[s] < 0 is an empty slot (Lean's `none`).
 inline std::vector<DispatchSlot> dispatchSlots(std::span<const std::int64_t> ids) {
   std::vector<DispatchSlot> out;
@@ -31,7 +34,7 @@ inline std::vector<DispatchSlot> dispatchSlots(std::span<const std::int64_t> ids
   return out;
 }
 
-// Lean: Spec.MoE.dispatchKept — serves capacity_depends_on_devices
+// Lean (to add): Spec.MoE.dispatchKept — from Spec.MoE.capacityKeeps (capacity_depends_on_devices)
 // The slots dispatch keeps: with a capacity C, those capacityKeeps C keeps over the experts
 // of the non-empty slots in slot order; without one (nullopt), every non-empty slot.
 inline std::vector<DispatchSlot> dispatchKept(std::optional<std::size_t> C,
@@ -48,13 +51,13 @@ inline std::vector<DispatchSlot> dispatchKept(std::optional<std::size_t> C,
   return kept;
 }
 
-// Lean: Spec.MoE.padTo — serves dispatch_rows_mod_block
+// Lean (to add): Spec.MoE.padTo
 // The least multiple of `block` that is >= n (block >= 1).
 inline std::size_t padTo(std::size_t block, std::size_t n) {
   return (n + block - 1) / block * block;
 }
 
-// Lean: Spec.MoE.expertSlots — serves dispatch_kept_once
+// Lean (to add): Spec.MoE.expertSlots
 // Expert e's kept slots in slot order, for every e < E (one pass; Lean filters per expert).
 inline std::vector<std::vector<std::size_t>> expertSlots(std::size_t E,
                                                          std::span<const DispatchSlot> kept) {
@@ -75,7 +78,7 @@ struct DispatchLayout {
   std::size_t rows() const { return sortedSlots.size(); }
 };
 
-// Lean: Spec.MoE.dispatchSpec — serves dispatch_rows_mod_block, dispatch_kept_once
+// Lean (to add): Spec.MoE.dispatchSpec
 // Expert 0's kept slots, then padding (the value ids.size() = tokens * k) up to
 // padTo block; then expert 1's; ... An expert with no kept slot takes no block.
 inline DispatchLayout dispatchSpec(std::size_t E, std::size_t block, std::optional<std::size_t> C,
