@@ -102,6 +102,55 @@ std::vector<double> gateAllowance(const LayerCase& c, int32_t t, const RowScores
   return out;
 }
 
+// Every way to fill the kept boundary from the experts whose key is within 2^-14 (relative)
+// of the last kept one: a kernel whose exp or sum rounds otherwise than the spec's (or ranks
+// in binary64) may order such a group any way, and with more than one of them near the
+// boundary single swaps do not reach its choice. At most kMaxTieSets sets (beyond that only
+// the swaps above are tried).
+constexpr size_t kMaxTieSets = 256;
+
+// False when the group has more fillings than kMaxTieSets (none is added then).
+template <class Before>
+bool addTieGroupSets(const RowScores& r, const std::vector<int32_t>& spec, const Before& before,
+                     std::vector<std::vector<int32_t>>& sets) {
+  if (spec.empty()) return true;
+  const double b = r.keys[static_cast<size_t>(spec.back())];
+  if (!std::isfinite(b)) return true;
+  const double tol = std::fabs(b) * 0x1p-14 + 0x1p-149;
+  std::vector<int32_t> fixed, group;
+  for (int32_t e : spec) {
+    (std::fabs(r.keys[static_cast<size_t>(e)] - b) <= tol ? group : fixed).push_back(e);
+  }
+  for (size_t e = 0; e < r.keys.size(); ++e) {
+    const auto id = static_cast<int32_t>(e);
+    if (r.eligible[e] && std::find(spec.begin(), spec.end(), id) == spec.end() &&
+        std::fabs(r.keys[e] - b) <= tol) {
+      group.push_back(id);
+    }
+  }
+  const size_t choose = spec.size() - fixed.size(), m = group.size();
+  if (choose == 0 || choose >= m) return true;
+  double count = 1;  // C(m, choose), checked before enumerating
+  for (size_t i = 0; i < choose; ++i) count = count * double(m - i) / double(i + 1);
+  if (count > double(kMaxTieSets)) return false;
+  std::vector<size_t> pick(choose);
+  std::iota(pick.begin(), pick.end(), size_t{0});
+  for (;;) {
+    std::vector<int32_t> S = fixed;
+    for (size_t i : pick) S.push_back(group[i]);
+    std::sort(S.begin(), S.end(), [&](int32_t a, int32_t c) {
+      return before(static_cast<size_t>(a), static_cast<size_t>(c));
+    });
+    sets.push_back(std::move(S));
+    size_t i = choose;
+    while (i > 0 && pick[i - 1] == m - choose + (i - 1)) --i;
+    if (i == 0) break;
+    ++pick[i - 1];
+    for (size_t j = i; j < choose; ++j) pick[j] = pick[j - 1] + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 Verdict judgeRouting(const LayerCase& c, int32_t t, std::span<const int32_t> ids,
@@ -113,7 +162,8 @@ Verdict judgeRouting(const LayerCase& c, int32_t t, std::span<const int32_t> ids
 }
 
 std::vector<CandidateRouting> candidateRoutings(const LayerCase& c, int32_t t,
-                                                const Contract& contract, Judge& routeJudge) {
+                                                const Contract& contract, Judge& routeJudge,
+                                                bool* unenumerated) {
   const RowScores r = rowScores(c, t);
   const auto k = static_cast<size_t>(c.k);
   std::vector<std::vector<int32_t>> sets;
@@ -148,6 +198,8 @@ std::vector<CandidateRouting> candidateRoutings(const LayerCase& c, int32_t t,
       sets.push_back(std::move(S));
     }
   }
+  const bool all = addTieGroupSets(r, spec, before, sets);
+  if (unenumerated) *unenumerated = !all;
   std::vector<CandidateRouting> out;
   for (size_t n = 0; n < sets.size(); ++n) {
     const auto& S = sets[n];

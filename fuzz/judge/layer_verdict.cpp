@@ -104,7 +104,9 @@ LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& o
     // Acceptable for some routing the router verdict accepts: the first that fits; else
     // the one that fits best is the reference a violation is told against.
     double best = std::numeric_limits<double>::infinity();
-    for (const CandidateRouting& cand : candidateRoutings(c, t, contract, routeJudge)) {
+    bool unenumerated = false;
+    for (const CandidateRouting& cand :
+         candidateRoutings(c, t, contract, routeJudge, &unenumerated)) {
       const LayerReference r = referenceOf(cache, cand.experts, cand.gates, cand.allowance, factor);
       const LayerFit f = fitOf(y, r);
       if (r.overflow) return acceptable("overflow", t);
@@ -123,6 +125,9 @@ LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& o
         routing = {cand.experts, cand.gates, cand.allowance, false};
       }
     }
+    // Too many near-tied experts at the kept boundary to try every routing they allow: y is
+    // not judged (the kernel's routing, when asked for, is; docs/fuzz.md "The fused layer").
+    if (unenumerated) return acceptable("near-tie-group-unenumerated", t);
   }
   const LayerReference r =
       referenceOf(cache, routing.experts, routing.gates, routing.allowance, factor);
