@@ -39,7 +39,10 @@ class BrokenLayer : public ::testing::TestWithParam<Broken> {};
 TEST_P(BrokenLayer, IsCaughtWithItsKindAndAShrunkReproducer) {
   const Broken b = GetParam();
   const std::string out = freshDir(std::string("layer-") + b.variant);
-  const auto r = runOracle(std::string("fuzz --json --seconds 30 --seed 3 --shrink-seconds 10 ") +
+  // Shapes up to H 512 and I 64 (the clean runs below take real models' shapes): cases stay
+  // cheap, so that the bug is met in the time even on a loaded machine.
+  const auto r = runOracle(std::string("fuzz --json --seconds 30 --seed 3 --shrink-seconds 10 "
+                                       "--hidden 1-512 --intermediate 1-64 ") +
                            b.flags + " --impl " + lib(b.variant) + " --out " + out);
   ASSERT_EQ(r.exitCode, 1) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -103,9 +106,10 @@ TEST(LayerDoor, TheInTreeEigenLayerAndACorrectLayerRunClean) {
 
 TEST(LayerDoor, KeepGoingCountsEveryKind) {
   const std::string out = freshDir("layer-keep-going");
+  // Small shapes, so that many cases fit in the time even on a loaded machine.
   const auto r = runOracle(
-      "fuzz --json --keep-going --seconds 15 --seed 9 --shrink-seconds 2 "
-      "--impl " +
+      "fuzz --json --keep-going --seconds 15 --seed 9 --shrink-seconds 2 --hidden 1-128 "
+      "--intermediate 1-32 --impl " +
       lib("segv") + " --out " + out);
   ASSERT_EQ(r.exitCode, 1) << r.out;
   const auto j = nlohmann::json::parse(r.out);
