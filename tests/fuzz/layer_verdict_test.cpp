@@ -294,6 +294,58 @@ TEST(LayerVerdict, WithoutRoutingANearTieGivesTwoRoutings) {
   EXPECT_TRUE(judgeLayerOutput(c, far, contract, judge, {}).violation);
 }
 
+// Every filling of a near-tie group at the kept boundary is a candidate: a layer that keeps
+// the last of five tied experts (an exp that rounds otherwise, a topk with any tie order)
+// passes without returning its routing. A group with too many fillings (64 tied experts,
+// k 8) leaves y unjudged, with its reason; the same output with its routing returned is
+// judged, and a wrong y over a tied group is still caught when the group is enumerable.
+TEST(LayerVerdict, NearTieGroupsAreEnumeratedOrNamedUnjudged) {
+  const auto good = kernel<Order::kSequential, Bug::kNone>();
+  Judge judge;
+  Contract any;
+  any.abi = std::string(kAbiLayerV1);
+  any.tieOrder = TieOrder::kAny;
+  // Five tied experts of eight, k 2: the layer keeps experts 3 and 4 (the reversed case's 0
+  // and 1 are them).
+  LayerCase c = randomCase(21, 1, 16, 8, 8, 2, Style::kUniform);
+  c.logits = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, -3.0f, -4.0f, -5.0f};
+  auto reversedExperts = [](LayerCase in, int32_t n) {
+    // Experts 0..n-1 in reverse order (weights and logits), the rest in place.
+    LayerCase r = in;
+    const size_t w13 = static_cast<size_t>(2 * in.intermediate * in.hidden),
+                 w2 = static_cast<size_t>(in.hidden * in.intermediate);
+    for (int32_t e = 0; e < n; ++e) {
+      const int32_t from = n - 1 - e;
+      std::copy_n(in.w13.begin() + from * w13, w13, r.w13.begin() + e * w13);
+      std::copy_n(in.w2.begin() + from * w2, w2, r.w2.begin() + e * w2);
+      r.logits[static_cast<size_t>(e)] = in.logits[static_cast<size_t>(from)];
+    }
+    return r;
+  };
+  const LayerOutput lastTied = good->run(reversedExperts(c, 5), false);
+  const auto passed = judgeLayerOutput(c, lastTied, any, judge, {});
+  EXPECT_FALSE(passed.violation) << passed.violation->certificate;
+  LayerOutput wrong = lastTied;
+  wrong.y[3] += 1.0f;
+  EXPECT_TRUE(judgeLayerOutput(c, wrong, any, judge, {}).violation);
+  // 64 tied experts, k 8: C(64, 8) fillings, too many; the layer keeps the last eight.
+  LayerCase big = randomCase(22, 1, 8, 4, 64, 8, Style::kUniform);
+  std::fill(big.logits.begin(), big.logits.end(), 0.5f);
+  const LayerOutput last8 = good->run(reversedExperts(big, 64), false);
+  const auto unjudged = judgeLayerOutput(big, last8, any, judge, {});
+  ASSERT_FALSE(unjudged.violation) << unjudged.violation->certificate;
+  ASSERT_EQ(unjudged.tokens.size(), 1u);
+  EXPECT_EQ(unjudged.tokens[0].reason, "near-tie-group-unenumerated");
+  // Asked for, its routing is judged (tie order any: acceptable) and y over it.
+  const LayerOutput routed = good->run(reversedExperts(big, 64), true);
+  LayerOutput asBig = routed;
+  for (int32_t& id : asBig.ids) id = 63 - id;
+  const auto judged = judgeLayerOutput(big, asBig, any, judge, {});
+  EXPECT_FALSE(judged.violation) << judged.violation->certificate;
+  asBig.y[0] += 1.0f;
+  EXPECT_TRUE(judgeLayerOutput(big, asBig, any, judge, {}).violation);
+}
+
 // A routing family (moe_route_v2's steps): sigmoid scores, a bias, groups, a scale; the
 // correct layer passes with and without its routing returned, a missing expert is caught.
 TEST(LayerVerdict, AFamilysRoutingIsJudgedAsV2s) {
