@@ -86,8 +86,8 @@ LayerCaseResult runAndJudgeLayer(const LayerKernel& kernel, const LayerCase& c, 
                                  Judge& routeJudge);
 
 // Shrinks a violating case (docs/fuzz.md "The layer door"): greedy, each step one smaller
-// case (the violating token alone, half the tokens, one token fewer, fewer slots k, fewer experts, half or
-// one fewer hidden and intermediate units, no family), kept when the kernel still shows the
+// case (the violating token alone, half the tokens, one token fewer, fewer slots k, fewer experts,
+// half or one fewer hidden and intermediate units, no family), kept when the kernel still shows the
 // same kind and tag; within `seconds`. `c` and `result` become the smallest case and its
 // result.
 void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, LayerCaseResult& result,
