@@ -149,6 +149,8 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
   s.experts = list("experts");
   s.k = list("k");
   s.tokens = list("tokens");
+  s.hidden = list("hidden");
+  s.intermediate = list("intermediate");
   if (j.contains("max_tokens")) {
     if (!j["max_tokens"].is_number_integer()) {
       throw contractError("\"shapes.max_tokens\" must be a whole number");
@@ -266,6 +268,47 @@ Families parseFamilies(const nlohmann::json& j) {
   return f;
 }
 
+// The fused layer's fields (moe_layer_v1 only).
+void parseLayerPromise(const nlohmann::json& j, Contract& c) {
+  for (const char* key : {"activation", "dtype", "accumulate", "budget_factor", "silu_ulp"}) {
+    if (j.contains(key) && !c.isLayer()) {
+      throw contractError(fmt::format("\"{}\" is for \"abi\": \"moe_layer_v1\" only", key));
+    }
+  }
+  if (j.contains("shapes") && !c.isLayer()) {
+    for (const char* key : {"hidden", "intermediate"}) {
+      if (j["shapes"].is_object() && j["shapes"].contains(key)) {
+        throw contractError(
+            fmt::format("\"shapes.{}\" is for \"abi\": \"moe_layer_v1\" only", key));
+      }
+    }
+  }
+  LayerPromise& l = c.layer;
+  if (j.contains("activation")) l.activation = enumValue(j["activation"], "activation");
+  if (j.contains("dtype")) {
+    if (!j["dtype"].is_array() || j["dtype"].empty()) {
+      throw contractError("\"dtype\" must be a non-empty array");
+    }
+    l.f32 = l.bf16 = false;
+    const auto& allowed = property("dtype").at("items").at("enum");
+    for (const auto& x : j["dtype"]) {
+      if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+        throw contractError(fmt::format("\"dtype\" holds {}, got {}", allowed.dump(), x.dump()));
+      }
+      (x == "bf16" ? l.bf16 : l.f32) = true;
+    }
+  }
+  if (j.contains("accumulate") && j["accumulate"] != property("accumulate").at("const")) {
+    throw contractError(fmt::format("\"accumulate\" must be {}, got {}",
+                                    property("accumulate").at("const").dump(),
+                                    j["accumulate"].dump()));
+  }
+  if (j.contains("budget_factor")) {
+    l.budgetFactor = boundedNumber(j["budget_factor"], "budget_factor");
+  }
+  if (j.contains("silu_ulp")) l.siluUlp = boundedNumber(j["silu_ulp"], "silu_ulp");
+}
+
 }  // namespace
 
 Families familiesOfRecipes(std::string_view names, std::string_view what) {
@@ -335,9 +378,12 @@ Contract parseContractJSON(const nlohmann::json& j) {
   if (j.contains("abi")) c.abi = enumValue(j["abi"], "abi");
   rejectDispatchFields(j, c.abi);
   if (j.contains("families")) {
-    if (!c.v2()) throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" only");
+    if (!c.v2() && !c.isLayer()) {
+      throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" or \"moe_layer_v1\" only");
+    }
     c.families = parseFamilies(j["families"]);
   }
+  parseLayerPromise(j, c);
   if (j.contains("selects_on")) {
     c.selectsOn = enumValue(j["selects_on"], "selects_on") == "logits" ? SelectsOn::kLogits
                                                                        : SelectsOn::kProbabilities;
@@ -443,11 +489,16 @@ nlohmann::json contractJSON(const Contract& c) {
   j["gate_budget"] = {{"spec32_factor", c.gateBudget.spec32Factor}, {"ulp", c.gateBudget.ulp}};
   j["nonfinite_rows"] = c.nonfiniteRows;
   j["tie_order"] = tieOrderName(c.tieOrder);
-  if (c.v2()) {
-    nlohmann::json scores = nlohmann::json::array();
-    if (c.families.softmax) scores.push_back("softmax");
-    if (c.families.sigmoid) scores.push_back("sigmoid");
-    j["families"] = familiesJSON(c.families);
+  if (c.v2() || c.isLayer()) j["families"] = familiesJSON(c.families);
+  if (c.isLayer()) {
+    j["activation"] = c.layer.activation;
+    nlohmann::json dtypes = nlohmann::json::array();
+    if (c.layer.f32) dtypes.push_back("f32");
+    if (c.layer.bf16) dtypes.push_back("bf16");
+    j["dtype"] = dtypes;
+    j["accumulate"] = c.layer.accumulate;
+    j["budget_factor"] = c.layer.budgetFactor;
+    j["silu_ulp"] = c.layer.siluUlp;
   }
   if (!c.shapes.any()) {
     nlohmann::json s = nlohmann::json::object();
@@ -456,6 +507,8 @@ nlohmann::json contractJSON(const Contract& c) {
     if (!c.shapes.k.empty()) s["k"] = items(c.shapes.k);
     if (!c.shapes.tokens.empty()) s["tokens"] = items(c.shapes.tokens);
     if (c.shapes.maxTokens > 0) s["max_tokens"] = c.shapes.maxTokens;
+    if (!c.shapes.hidden.empty()) s["hidden"] = items(c.shapes.hidden);
+    if (!c.shapes.intermediate.empty()) s["intermediate"] = items(c.shapes.intermediate);
     j["shapes"] = s;
   }
   return j;

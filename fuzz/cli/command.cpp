@@ -19,6 +19,7 @@
 #include <random>
 
 #include "dispatch_command.hpp"
+#include "layer_command.hpp"
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
@@ -112,9 +113,10 @@ struct RunFlags {
                     "the entry point to fuzz: moe_route_v1 or moe_route_v2 (default: a library's "
                     "moe_route_v2 when it exports one, else moe_route_v1; built-in routers and "
                     "spec32: moe_route_v1), or moe_dispatch_v1 (default for a library that "
-                    "exports it and no router)")
-        ->check(
-            CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2), std::string(kAbiDispatchV1)}));
+                    "exports it and no router), or moe_layer_v1 (default for a library that "
+                    "exports it and no other door)")
+        ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2),
+                               std::string(kAbiDispatchV1), std::string(kAbiLayerV1)}));
   }
   RouterOptions options() const {
     RouterOptions o;
@@ -132,6 +134,7 @@ struct RunFlags {
     return o;
   }
   bool dispatchDoor(const std::string& impl) const { return usesDispatchDoor(impl, abi); }
+  bool layerDoor(const std::string& impl) const { return usesLayerDoor(impl, abi); }
 };
 
 bool prepareOut(const std::string& out);
@@ -142,8 +145,9 @@ struct FuzzFlags {
   uint64_t seed = 0, minTokens = 1000;
   bool json = false, keepGoing = false;
   std::string experts, k, tokens, family;
-  std::string block, capacity;  // the dispatch door's
-  int jobs = 0;  // 0: the cores the process may use
+  std::string block, capacity;       // the dispatch door's
+  std::string hidden, intermediate;  // the layer door's
+  int jobs = 0;                      // 0: the cores the process may use
   CLI::Option* seedOption = nullptr;
 };
 
@@ -175,6 +179,37 @@ int runFuzzDispatch(const FuzzFlags& f, const RunFlags& running) {
   return runDispatchFuzz(a);
 }
 
+// `moe-oracle fuzz` through the layer door (layer_command.cpp).
+int runFuzzLayer(const FuzzFlags& f, const RunFlags& running) {
+  if (!f.block.empty() || !f.capacity.empty()) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
+                 "(moe_dispatch_v1), not %s\n",
+                 std::string(kAbiLayerV1).c_str());
+    return 2;
+  }
+  if (!prepareOut(f.out)) return 2;
+  LayerFuzzArgs a;
+  a.impl = f.impl;
+  a.out = f.out;
+  a.seconds = f.seconds;
+  a.shrinkSeconds = f.shrinkSeconds;
+  a.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
+  a.minTokens = f.minTokens;
+  a.json = f.json;
+  a.keepGoing = f.keepGoing;
+  a.tokens = f.tokens;
+  a.k = f.k;
+  a.experts = f.experts;
+  a.hidden = f.hidden;
+  a.intermediate = f.intermediate;
+  a.family = f.family;
+  a.door = running.doorOptions();
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  return runLayerFuzz(a);
+}
+
 std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
                                   const RouterOptions& options) {
   try {
@@ -202,6 +237,13 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
     std::fprintf(stderr,
                  "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
                  "(moe_dispatch_v1); %s is fuzzed as a router\n",
+                 f.impl.c_str());
+    return 2;
+  }
+  if (!f.hidden.empty() || !f.intermediate.empty()) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --hidden and --intermediate are for a fused layer "
+                 "(moe_layer_v1); %s is fuzzed as a router\n",
                  f.impl.c_str());
     return 2;
   }
@@ -264,7 +306,10 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   const RouterOptions routerOptions = running.options();
   std::unique_ptr<Router> router;
   std::unique_ptr<Dispatcher> dispatcher;
-  if (!impl.empty() && running.dispatchDoor(impl)) {
+  std::unique_ptr<LayerKernel> layer;
+  if (!impl.empty() && running.layerDoor(impl)) {
+    if (!(layer = openLayerOrSay(impl, "replay", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && running.dispatchDoor(impl)) {
     if (!(dispatcher = openDispatcherOrSay(impl, "replay", running.doorOptions()))) return 2;
   } else if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions))) {
     return 2;
@@ -276,8 +321,9 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   for (const auto& path : files) {
     try {
       nlohmann::json file = loadVectorFile(path);
-      ReplaySummary s = isDispatchVectorFile(file) ? replayDispatchVectors(file, dispatcher.get())
-                                                   : replayVectors(file, router.get(), config);
+      ReplaySummary s = isLayerVectorFile(file)      ? replayLayerVectors(file, layer.get())
+                        : isDispatchVectorFile(file) ? replayDispatchVectors(file, dispatcher.get())
+                                                     : replayVectors(file, router.get(), config);
       for (const auto& line : s.lines) std::fprintf(stderr, "%s: %s\n", path.c_str(), line.c_str());
       std::fprintf(stderr, "%s: %d passed, %d failed, %d skipped\n", path.c_str(), s.passed,
                    s.failed, s.skipped);
@@ -339,7 +385,10 @@ int runExplain(const std::string& path, const std::string& impl, const std::stri
   if (language != "text") return runSnippet(path, language, !impl.empty());
   std::unique_ptr<Router> router;
   std::unique_ptr<Dispatcher> dispatcher;
-  if (!impl.empty() && running.dispatchDoor(impl)) {
+  std::unique_ptr<LayerKernel> layer;
+  if (!impl.empty() && running.layerDoor(impl)) {
+    if (!(layer = openLayerOrSay(impl, "explain", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && running.dispatchDoor(impl)) {
     if (!(dispatcher = openDispatcherOrSay(impl, "explain", running.doorOptions()))) return 2;
   } else if (!impl.empty() && !(router = openOrSay(impl, "explain", running.options()))) {
     return 2;
@@ -347,7 +396,8 @@ int runExplain(const std::string& path, const std::string& impl, const std::stri
   try {
     int unexplained = 0;
     const nlohmann::json file = loadVectorFile(path);
-    std::cout << (isDispatchVectorFile(file)
+    std::cout << (isLayerVectorFile(file) ? explainLayerVectors(file, layer.get(), &unexplained)
+                  : isDispatchVectorFile(file)
                       ? explainDispatchVectors(file, dispatcher.get(), &unexplained)
                       : explainVectors(file, router.get(), config, &unexplained));
     if (unexplained > 0) {
@@ -405,6 +455,13 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
   fuzz->add_option("--capacity", f.capacity,
                    "moe_dispatch_v1: capacities to draw, values and ranges, -1 for no limit "
                    "(default: -1 and values around the experts' loads)");
+  fuzz->add_option("--hidden", f.hidden,
+                   "moe_layer_v1: hidden sizes H to draw, values and ranges (default: real "
+                   "models' H, a multiple of 64 and one off it, and small H; or the contract's "
+                   "shapes)");
+  fuzz->add_option("--intermediate", f.intermediate,
+                   "moe_layer_v1: expert intermediate sizes I to draw, values and ranges "
+                   "(default: real models' I and small I; or the contract's shapes)");
   fuzz->add_option("--family", f.family,
                    "moe_route_v2: the model recipes the kernel implements, e.g. deepseek-v3 or "
                    "llama4,mixtral (each fixes every family field and the shapes E, k; "
@@ -510,7 +567,15 @@ int runMain(int argc, char** argv) {
     std::fprintf(stderr, "moe-oracle: %s\n", e.what());
     return 2;
   }
+  for (const std::string* impl : {&f.impl, &replayImpl, &explainImpl}) {
+    if (impl->empty()) continue;
+    if (const std::string why = layerDoorAmbiguity(*impl, running.abi); !why.empty()) {
+      std::fprintf(stderr, "moe-oracle: %s\n", why.c_str());
+      return 2;
+    }
+  }
   if (*app.get_subcommand("fuzz")) {
+    if (running.layerDoor(f.impl)) return runFuzzLayer(f, running);
     if (running.dispatchDoor(f.impl)) return runFuzzDispatch(f, running);
     return runFuzz(f, running.options(), config);
   }

@@ -26,6 +26,8 @@ using AbiContract = const char* (*)();
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kCanaryBytes = 64;
+// The child's exit status when an exception escaped the entry point ("exited with status 86").
+constexpr int kEscapedException = 86;
 constexpr uint8_t kCanary = 0xa5;
 
 size_t pageSize() {
@@ -125,6 +127,9 @@ extern "C" void onDoorFault(int sig, siginfo_t* info, void* context) {
     }
   }
   signal(sig, SIG_DFL);  // returning re-runs the access, which now kills the child
+  // A signal sent rather than a fault (raise, kill: si_code <= 0) re-runs nothing: send it
+  // again, to be delivered, now fatal, when the handler returns.
+  if (info->si_code <= 0) raise(sig);
 }
 
 bool canaryIntact(const uint8_t* before) {
@@ -188,7 +193,13 @@ void installFaultHandler() {
     }
     gGuardCount = static_cast<int>(n);
     Reply r;
-    r.status = spec.invoke(symbol, q.scalar.data(), at.data());
+    try {
+      r.status = spec.invoke(symbol, q.scalar.data(), at.data());
+    } catch (...) {
+      // A C++ exception that escaped the entry point (a C ABI throws nothing): the call
+      // failed as a crash does. Unwinding further would run the judge's own code in the child.
+      _exit(kEscapedException);
+    }
     gGuardCount = 0;
     for (size_t i = 0; i < n; ++i) {
       mprotect(region + l.guard[i], page, PROT_READ | PROT_WRITE);
@@ -402,6 +413,9 @@ class IsolatedDoor final : public Door {
     if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       return {fmt::format("killed by {} (signal {})", signalText(sig), sig), signalText(sig)};
+    }
+    if (WEXITSTATUS(status) == kEscapedException) {
+      return {"a C++ exception escaped the entry point", "escaped-exception"};
     }
     return {fmt::format("exited with status {}", WEXITSTATUS(status)),
             fmt::format("exit-{}", WEXITSTATUS(status))};

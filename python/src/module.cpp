@@ -16,5 +16,6 @@ PYBIND11_MODULE(_core, m) {
   moe::python::bindFuzz(m);
   moe::python::bindCases(m);
   moe::python::bindFamily(m);
+  moe::python::bindLayer(m);
   moe::python::bindDispatch(m);
 }
