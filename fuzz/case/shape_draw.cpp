@@ -70,10 +70,11 @@ IntSet expertsFitting(const ShapeSpace& space, const IntSet& tokens) {
   return space.experts.clamp(0, kDrawMaxLogits / minT);
 }
 
-// A model shape (shape_draw.hpp). T from 16 up within a size budget: 4,096 tokens and 2^20
-// logits (15 cases in 16), else up to 65,536 tokens and 2^22 (1 in 21) or 2^24 logits (1 in
-// 64: T = 65,536 tokens of 256 experts), so that the chunked and threaded paths of a
-// production kernel come up in every run.
+// A model shape (shape_draw.hpp). T from 16 up within a size budget: 1,024 tokens and 2^18
+// logits (15 cases in 16: many cases a second, each a prefill chunk or a batched decode
+// step), else up to 65,536 tokens and 2^22 (1 in 21) or 2^24 logits (1 in 64: T = 65,536
+// tokens of 256 experts), so that the chunked and threaded paths of a production kernel
+// come up in every run.
 std::optional<DrawnShape> modelDraw(ByteSource& src, const ShapeSpace& space) {
   IntSet tokens = space.tokens.clamp(kModelMinTokens, kDrawMaxTokens);
   if (tokens.empty()) tokens = space.tokens;  // a space of small batches: the model's E and k
@@ -102,8 +103,8 @@ std::optional<DrawnShape> modelDraw(ByteSource& src, const ShapeSpace& space) {
     k = drawFrom(src, ks);
   }
   const uint8_t budget = src.u8();
-  const int64_t maxTokens = budget < 240 ? 4096 : kDrawMaxTokens;
-  const int64_t maxLogits = budget < 240   ? (int64_t{1} << 20)
+  const int64_t maxTokens = budget < 240 ? 1024 : kDrawMaxTokens;
+  const int64_t maxLogits = budget < 240   ? (int64_t{1} << 18)
                             : budget < 252 ? (int64_t{1} << 22)
                                            : kDrawMaxLogits;
   // Tokens the caller asked for are never cut by the soft budget, only by the hard one.
@@ -120,15 +121,15 @@ std::optional<DrawnShape> modelDraw(ByteSource& src, const ShapeSpace& space) {
 
 // T for a case of E experts from `tokens` (T >= 1 there): 1 (a decode step) 3 times in 8,
 // at most 64 another 3 times in 8, else anything within a soft size budget: 4,096 tokens
-// and 2^16 logits (15 cases in 16) or 2^20 (1 in 20), or 65,536 tokens and 2^24 logits (1 in
-// 85). Large batches of a few experts are rare: their tokens would crowd out the models'.
+// and 2^16 logits (15 cases in 16) or 2^20 (1 in 20), or 16,384 tokens and 2^24 logits (1 in
+// 85). Large batches of a few experts stay rare: their tokens would crowd out the models'.
 int64_t edgeTokens(ByteSource& src, const ShapeSpace& space, const IntSet& tokens, int64_t e) {
   const int64_t perRow = std::max<int64_t>(e, 1);
   const uint8_t budgetByte = src.u8();
   const int64_t soft = budgetByte < 240   ? (int64_t{1} << 16)
                        : budgetByte < 253 ? (int64_t{1} << 20)
                                           : kDrawMaxLogits;
-  const int64_t most = budgetByte < 253 ? 4096 : kDrawMaxTokens;
+  const int64_t most = budgetByte < 253 ? 4096 : 16384;
   IntSet ts =
       tokens.clamp(0, space.tokensGiven ? kDrawMaxLogits / perRow : std::min(most, soft / perRow));
   if (ts.empty()) ts = tokens.clamp(0, kDrawMaxLogits / perRow);
@@ -275,9 +276,9 @@ DrawnShape drawShape(ByteSource& src, const ShapeSpace& space) {
   // kernel edge at the space's smallest E of at least 2, k = 1, one token, logits +0.
   const uint8_t kind = src.u8();
   std::optional<DrawnShape> s;
-  if (kind < 80) {
+  if (kind < 112) {
     s = edgeDraw(src, space);
-  } else if (kind < 96) {
+  } else if (kind < 128) {
     s = degenerateDraw(src, space, false);
   } else {
     s = modelDraw(src, space);

@@ -40,7 +40,7 @@ CampaignSummary campaign(const std::string& router, const ShapeSpace& shapes, ui
 }
 
 TEST(DrawShares, TheDefaultDrawMeetsItsSharesInTheJsonCoverage) {
-  const CampaignSummary s = campaign("scalar-logits", ShapeSpace{}, 400);
+  const CampaignSummary s = campaign("scalar-logits", ShapeSpace{}, 1000);
   const nlohmann::json j = summaryJSON(s);
   ASSERT_EQ(j["violations"].size(), 0u) << j["violations"];
   const nlohmann::json& cov = j["coverage"];
@@ -54,8 +54,8 @@ TEST(DrawShares, TheDefaultDrawMeetsItsSharesInTheJsonCoverage) {
   EXPECT_LE(shares["nonreal"].get<double>(), 0.10) << cov;
   // Degenerate shapes are still drawn in every run, model-like and adversarial logits both.
   EXPECT_GE(cov["degenerate_cases"].get<uint64_t>(), 5u) << cov;
-  EXPECT_GE(shares["model_like"].get<double>(), 0.2) << cov;
-  EXPECT_GE(shares["adversarial"].get<double>(), 0.2) << cov;
+  EXPECT_GE(shares["model_like"].get<double>(), 0.1) << cov;
+  EXPECT_GE(shares["adversarial"].get<double>(), 0.1) << cov;
   // The tokens behind the fractions: the two logit styles split every token judged.
   const nlohmann::json& tokens = cov["share_tokens"];
   EXPECT_EQ(tokens["model_like"].get<uint64_t>() + tokens["adversarial"].get<uint64_t>(),

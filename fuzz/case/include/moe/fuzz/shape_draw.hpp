@@ -2,10 +2,10 @@
 // and whether the case's logits are drawn like a model's or adversarially (docs/fuzz.md,
 // "Shapes and batch sizes"). A run is worth the tokens it judges where kernels break, so
 // the draw has three kinds of case:
-//   - a model shape (5 cases in 8): a model's (E, k) (model_shapes.hpp), or E one of their
+//   - a model shape (1 case in 2): a model's (E, k) (model_shapes.hpp), or E one of their
 //     neighbours or anywhere in 8..512, k in 1..10, T from 16 up (a prefill, a batched
 //     decode step); half of them with model-like logits;
-//   - a kernel edge (5 in 16): E, k and T adversarially (boundary sizes, range ends,
+//   - a kernel edge (7 in 16): E, k and T adversarially (boundary sizes, range ends,
 //     multiples of 16, 32 and 128 plus or minus one, log-uniform), k in 1..E; a quarter of
 //     them with model-like logits;
 //   - a degenerate shape (1 in 16): T = 0, E = 0, E = 1, k = 0 or k > E, on few tokens.
