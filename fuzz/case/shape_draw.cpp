@@ -77,7 +77,9 @@ IntSet expertsFitting(const ShapeSpace& space, const IntSet& tokens) {
 // come up in every run.
 std::optional<DrawnShape> modelDraw(ByteSource& src, const ShapeSpace& space) {
   IntSet tokens = space.tokens.clamp(kModelMinTokens, kDrawMaxTokens);
-  if (tokens.empty()) tokens = space.tokens;  // a space of small batches: the model's E and k
+  // A space of small batches: the model's E and k at its T (T = 0 only when it has no other).
+  if (tokens.empty()) tokens = space.tokens.clamp(1, kDrawMaxTokens);
+  if (tokens.empty()) tokens = space.tokens;
   const IntSet experts = expertsFitting(space, tokens).clamp(kModelMinExperts, kModelMaxExperts);
   if (experts.empty()) return std::nullopt;
   const auto models = modelShapes();
