@@ -190,14 +190,41 @@ def _band_key(band):
     return (0, int(digits.group()), band) if digits else (1, "<=>".find(band[1:2]), band)
 
 
+# moe-oracle fuzz --json's coverage.shares: fractions of the tokens judged (docs/fuzz.md).
+SHARE_COLUMNS = (("model_shapes", "model shapes"), ("degenerate", "degenerate"),
+                 ("nonreal", "non-real rows"), ("model_like", "model-like logits"),
+                 ("adversarial", "adversarial logits"))
+
+
+def _shares(routers):
+    """The shares of each router's judged tokens, as percentages, with the degenerate cases
+    counted; "" when no router reported them (an older moe-oracle)."""
+    rows = []
+    for r in routers:
+        shares = r["coverage"].get("shares")
+        if not isinstance(shares, dict):
+            continue
+        cells = [f"{100 * shares[key]:.1f}%" if isinstance(shares.get(key), (int, float))
+                 else "-" for key, _ in SHARE_COLUMNS]
+        rows.append([escape(r["router"])] + cells
+                    + [_num(r["coverage"].get("degenerate_cases", "-"))])
+    if not rows:
+        return ""
+    return ("<div><h3>shares of the tokens judged</h3>"
+            + _table(["router"] + [title for _, title in SHARE_COLUMNS] + ["degenerate cases"],
+                     rows) + "</div>")
+
+
 def _coverage(report):
-    """Per dimension, a table of tokens judged per band for every router that judged any;
-    then what was abstained. Abstained cases are not judged: they test nothing."""
+    """The shares of the tokens judged (model shapes, degenerate, non-real, model-like or
+    adversarial logits); per dimension, a table of tokens judged per band for every router
+    that judged any; then what was abstained. Abstained cases are not judged: they test
+    nothing."""
     routers = [r for r in report["routers"] if r.get("coverage")]
     if not routers:
         return ("<p>No router reported its shape coverage (moe-oracle fuzz --json, field "
                 "coverage).</p>")
-    tables = []
+    tables = [_shares(routers)]
     for key, title in COVERAGE_DIMENSIONS:
         bands = sorted({b for r in routers for b in (r["coverage"].get(key) or {})},
                        key=_band_key)
@@ -218,7 +245,10 @@ def _coverage(report):
                      _badge("insufficient-coverage") if cov.get("insufficient") else "enough"])
     tables.append("<div><h3>abstained cases</h3>" + _table(
         ["router", "cases", "abstained", "reasons", "min tokens", "coverage"], rows) + "</div>")
-    return (f'<div class="cov">{"".join(tables)}</div><p class="note">Abstained cases are '
+    return (f'<div class="cov">{"".join(tables)}</div><p class="note">Model shapes: E in '
+            "8..512, k in 1..min(10, E), T >= 16; degenerate: E <= 1, k = 0, k > E or T = 0; "
+            "non-real rows (a NaN or +inf logit) are judged on structure only. Abstained "
+            "cases are "
             "not judged: a router that returns non-zero (a shape or CPU it does not support) "
             "is not tested on that case. A run with fewer tokens judged than min tokens, or "
             "with more than half of its cases abstained, is not a pass (status "

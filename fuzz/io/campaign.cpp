@@ -261,6 +261,7 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     const auto judged = static_cast<int32_t>(r.tokens.size());
     s.tokens += static_cast<uint64_t>(judged);
     s.coverage.add(c.experts, c.k, c.tokens, judged);
+    s.coverage.shares.add(c, r.tokens);
     if (c.family) {
       const std::string_view recipe = recipeOf(c);
       s.coverage.recipes[recipe.empty() ? "none" : std::string(recipe)] +=
@@ -325,6 +326,9 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                    {"tokens", cov.tokens},      {"k_vs_experts", cov.kVsExperts},
                    {"abstained", s.abstained},  {"abstain_reasons", cov.abstainReasons},
                    {"min_tokens", s.minTokens}, {"insufficient", s.insufficientCoverage()}};
+  j["coverage"]["shares"] = sharesJSON(cov.shares);
+  j["coverage"]["share_tokens"] = shareTokensJSON(cov.shares);
+  j["coverage"]["degenerate_cases"] = cov.shares.degenerateCases;
   if (s.verdictConfig.is_object() && s.verdictConfig.value("abi", "") == kAbiV2) {
     j["coverage"]["recipes"] =
         cov.recipes.empty() ? nlohmann::json::object() : nlohmann::json(cov.recipes);
@@ -378,6 +382,7 @@ std::string summaryText(const CampaignSummary& s) {
       l.selectionUndecided, l.gateDouble, l.gateCertified, l.gateUndecided,
       bandText(kExpertBands, cov.experts), bandText(kKBands, cov.k),
       bandText(kTokenBands, cov.tokens));
+  out += fmt::format("shares of tokens judged: {}\n", sharesText(cov.shares));
   if (!cov.recipes.empty()) {
     std::string recipes;
     for (const auto& [name, n] : cov.recipes) recipes += fmt::format(" {}:{}", name, n);

@@ -3,10 +3,12 @@
 ``routing_cases()`` feeds bytes that Hypothesis draws to the campaign's generator
 (``drawCase`` in fuzz/case/case.cpp, the one ``moe-oracle fuzz`` uses): exact ties, +0 and -0,
 subnormals, +-inf, values around expf's overflow, near-ties one ulp apart, constant columns
-across tokens, NaN in one case in 16, at adversarial shapes, with a batch split point. No
-second generator: Hypothesis shrinks a failing case by shrinking the bytes, and bytes
-shrink towards zeros, which the generator reads as the simplest choices (the smallest shape
-of the space, k = 0, one token, logits +0).
+across tokens, NaN in one case in 16, or logits drawn like a trained router's (Gaussian rows,
+ties planted where they decide the routing), at the shapes of today's models, at kernel edges
+and at degenerate shapes, with a batch split point. No second generator: Hypothesis shrinks a
+failing case by shrinking the bytes, and bytes shrink towards zeros, which the generator reads
+as the simplest choices (the smallest E of at least 2 in the space, k = 1, one token, logits
++0).
 
     from hypothesis import given
     from moe_oracle import assert_routes

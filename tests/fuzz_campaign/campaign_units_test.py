@@ -315,6 +315,17 @@ class ReportPageTest(unittest.TestCase):
         self.assertLess(page.index(f"<th>{bands[0]}</th>"), page.index(f"<th>{bands[1]}</th>"))
         self.assertIn("Abstained cases are not judged", page)
 
+    def test_coverage_shares_in_percent_beside_the_bands(self):
+        page = self.page()
+        self.assertIn("<h3>shares of the tokens judged</h3>", page)
+        for want in ("<th>model shapes</th>", "<th>non-real rows</th>",
+                     "<th>adversarial logits</th>", "87.1%", "0.1%", "0.9%", "47.3%", "52.7%",
+                     ">37<"):
+            self.assertIn(want, page)
+        # Shares come first: where the tokens went, then the bands.
+        self.assertLess(page.index("shares of the tokens judged"),
+                        page.index("tokens judged by E (experts)"))
+
     def test_a_report_without_the_new_fields_still_renders(self):
         r = {"campaign_id": "C", "started": "t", "complete": False, "interrupted": True,
              "budget_s": 1, "seed": 1, "pending": ["router:a"], "violations": [],
