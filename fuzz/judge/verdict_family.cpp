@@ -119,10 +119,10 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
 
 // Widen a binary64 result by one ulp each way (one rounding to nearest).
 double down(double v) {
-  return std::nextafter(v, -kInf);
+  return nextDown64(v);
 }
 double up(double v) {
-  return std::nextafter(v, kInf);
+  return nextUp64(v);
 }
 
 // A quantity and its budget, enclosed: L = value - budget in [lLo, lHi] and
