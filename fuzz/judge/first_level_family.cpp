@@ -89,15 +89,10 @@ bool keptGroups(const Family& f, const Row& r, std::span<const int32_t> S,
   hi.resize(static_cast<size_t>(G));
   order.resize(static_cast<size_t>(G));
   for (int32_t h = 0; h < G; ++h) {
-    double best = -kInf, second = -kInf, radius = 0, beta = 0;
-    for (int32_t i = h * size; i < (h + 1) * size; ++i) {
-      // The two largest, without a branch (keys of real rows are never NaN).
-      const double c = r.c[i];
-      second = std::max(second, std::min(best, c));
-      best = std::max(best, c);
-      radius = std::max(radius, r.radius[i]);
-      beta = std::max(beta, r.beta[i]);
-    }
+    const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
+    const GroupTop top = groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n),
+                                  std::span(r.beta).subspan(at, n));
+    const double best = top.best, second = top.second, radius = top.radius, beta = top.beta;
     const double score = top2 ? best + second : best;
     const double m = top2 ? 2.0 : 1.0;
     double gamma = m * beta;
@@ -138,16 +133,21 @@ uint64_t formOf(float x, float b) {
 // Kept keys above every eligible displaced key by more than both radii; with rank order,
 // each slot's key above the next one's the same way (or exactly equal keys in index order).
 bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
-               const std::vector<uint8_t>& inS, const std::vector<uint8_t>& eligible,
-               bool rankOrder) {
+               const std::vector<uint8_t>& eligible, bool rankOrder) {
   double keptLo = kInf;
   for (int32_t i : S) keptLo = std::min(keptLo, r.c[i] - r.radius[i]);
   const auto E = static_cast<int32_t>(x.size());
-  bool near = false;  // without a branch per expert: the loop runs over the whole row
-  for (int32_t j = 0; j < E; ++j) {
-    near |= (eligible[j] & (inS[j] ^ 1)) != 0 && !(r.c[j] + r.radius[j] < keptLo);
+  const int32_t groups = f.groups, size = E / groups;
+  // Every kept key is not below keptLo; so the eligible ones not below it (the kept groups,
+  // each a run of experts, counted by a vector scan) must be the kept ones alone.
+  size_t notBelow = 0;
+  for (int32_t h = 0; h < groups; ++h) {
+    if (!eligible[h * size]) continue;
+    const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
+    notBelow +=
+        countNotBelow(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n), keptLo);
   }
-  if (near) return false;
+  if (notBelow != S.size()) return false;
   if (!rankOrder) return true;
   const bool bias = !f.bias.empty();
   for (size_t s = 0; s + 1 < S.size(); ++s) {
@@ -275,7 +275,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return Decided::kNo;
   keys(f, contract.expMaxUlp, r);
   if (!keptGroups(f, r, S, eligible)) return Decided::kNo;
-  if (!keysApart(x, f, r, S, inS, eligible, contract.slotOrder == SlotOrder::kRank)) {
+  if (!keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank)) {
     return Decided::kNo;
   }
   if (!gatesWithin(f, r, S, gates.first(static_cast<size_t>(n)), contract, config)) {

@@ -66,6 +66,55 @@ bool AnyMarkedImpl(const float* x, size_t n, bool nanOnly) {
   return any;
 }
 
+// Vector tail handling for the range scans below: the lanes past n read as `fill`.
+template <class D>
+hn::Vec<D> LoadPadded(D d, const double* p, size_t n, double fill) {
+  HWY_ALIGN double buf[HWY_MAX_BYTES / sizeof(double)];
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = i < n ? p[i] : fill;
+  return hn::Load(d, buf);
+}
+
+size_t CountNotBelowImpl(const double* c, const double* radius, size_t n, double threshold) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d);
+  const auto thr = hn::Set(d, threshold);
+  size_t count = 0;
+  for (size_t i = 0; i < n; i += L) {
+    const bool whole = i + L <= n;
+    const auto key = whole ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL);
+    const auto up =
+        hn::Add(key, whole ? hn::LoadU(d, radius + i) : LoadPadded(d, radius + i, n - i, 0.0));
+    count += hn::CountTrue(d, hn::Not(hn::Lt(up, thr)));
+  }
+  return count;
+}
+
+GroupTop GroupTopImpl(const double* c, const double* radius, const double* beta, size_t n) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d);
+  const auto negInf = hn::Set(d, -HUGE_VAL);
+  auto best = negInf, rad = hn::Zero(d), bet = hn::Zero(d);
+  for (size_t i = 0; i < n; i += L) {
+    bet = hn::Max(bet, i + L <= n ? hn::LoadU(d, beta + i) : LoadPadded(d, beta + i, n - i, 0.0));
+    best = hn::Max(best, i + L <= n ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL));
+    rad =
+        hn::Max(rad, i + L <= n ? hn::LoadU(d, radius + i) : LoadPadded(d, radius + i, n - i, 0.0));
+  }
+  const double b = hn::GetLane(hn::MaxOfLanes(d, best));
+  const auto bv = hn::Set(d, b);
+  // The second largest: b again when it occurs twice, else the largest below b.
+  size_t atBest = 0;
+  auto below = negInf;
+  for (size_t i = 0; i < n; i += L) {
+    const auto v = i + L <= n ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL);
+    const auto eq = hn::Eq(v, bv);
+    atBest += hn::CountTrue(d, eq);
+    below = hn::Max(below, hn::IfThenElse(eq, negInf, v));
+  }
+  const double second = atBest >= 2 ? b : hn::GetLane(hn::MaxOfLanes(d, below));
+  return {b, second, hn::GetLane(hn::MaxOfLanes(d, rad)), hn::GetLane(hn::MaxOfLanes(d, bet))};
+}
+
 int32_t CountBeatingImpl(const float* x, size_t E, int32_t w) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -263,6 +312,8 @@ HWY_EXPORT(ScanRowImpl);
 HWY_EXPORT(CountBeatingImpl);
 HWY_EXPORT(ExpNegImpl);
 HWY_EXPORT(AnyMarkedImpl);
+HWY_EXPORT(CountNotBelowImpl);
+HWY_EXPORT(GroupTopImpl);
 HWY_EXPORT(SigmoidScoresImpl);
 HWY_EXPORT(KeyBandsImpl);
 
@@ -277,6 +328,15 @@ int32_t countBeating(std::span<const float> x, int32_t w) {
 
 void expNeg(std::span<const double> t, std::span<double> out) {
   HWY_DYNAMIC_DISPATCH(ExpNegImpl)(t.data(), out.data(), t.size());
+}
+
+size_t countNotBelow(std::span<const double> c, std::span<const double> radius, double threshold) {
+  return HWY_DYNAMIC_DISPATCH(CountNotBelowImpl)(c.data(), radius.data(), c.size(), threshold);
+}
+
+GroupTop groupTop(std::span<const double> c, std::span<const double> radius,
+                  std::span<const double> beta) {
+  return HWY_DYNAMIC_DISPATCH(GroupTopImpl)(c.data(), radius.data(), beta.data(), c.size());
 }
 
 bool anyNaN(std::span<const float> x) {

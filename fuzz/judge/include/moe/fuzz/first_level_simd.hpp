@@ -3,6 +3,7 @@
 // the judge alone: it shares no code with the routers under test.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -26,6 +27,17 @@ RowScan scanRow(std::span<const float> x);
 // How many experts beat expert w (Lean's beats on a NaN-free row): x_j > x_w, or x_j == x_w
 // with j < w.
 int32_t countBeating(std::span<const float> x, int32_t w);
+
+// How many i have c[i] + radius[i] not below threshold (NaN-free keys).
+size_t countNotBelow(std::span<const double> c, std::span<const double> radius, double threshold);
+
+// A group's two largest keys (the largest twice when it occurs twice), largest radius and
+// largest budget (radius and beta >= 0).
+struct GroupTop {
+  double best, second, radius, beta;
+};
+GroupTop groupTop(std::span<const double> c, std::span<const double> radius,
+                  std::span<const double> beta);
 
 // Some x[i] is NaN; every x[i] is finite.
 bool anyNaN(std::span<const float> x);
