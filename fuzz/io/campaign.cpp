@@ -267,7 +267,12 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       s.coverage.recipes[recipe.empty() ? "none" : std::string(recipe)] +=
           static_cast<uint64_t>(judged);
     }
-    for (const Verdict& v : r.tokens) {
+    s.exact += r.tokens.plainExact();
+    s.acceptable += r.tokens.plainNonrealRows();
+    if (r.tokens.plainNonrealRows() > 0) {
+      s.acceptableReasons["nonreal-row"] += r.tokens.plainNonrealRows();
+    }
+    for (const Verdict& v : r.tokens.whole()) {
       if (v.outcome == Outcome::kExact) ++s.exact;
       if (v.outcome == Outcome::kAcceptable) {
         ++s.acceptable;

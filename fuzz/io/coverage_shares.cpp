@@ -7,7 +7,7 @@
 
 namespace moe::fuzz {
 
-void CoverageShares::add(const Case& c, std::span<const Verdict> judged) {
+void CoverageShares::add(const Case& c, const TokenVerdicts& judged) {
   const auto n = static_cast<uint64_t>(judged.size());
   tokens += n;
   if (isModelShape(c.experts, c.k, c.tokens)) modelShapes += n;
@@ -16,7 +16,9 @@ void CoverageShares::add(const Case& c, std::span<const Verdict> judged) {
     ++degenerateCases;
   }
   (c.modelLike ? modelLike : adversarial) += n;
-  for (const Verdict& v : judged) {
+  // The first level's plain non-real rows carry no Verdict; the ladder's do.
+  nonreal += judged.plainNonrealRows();
+  for (const Verdict& v : judged.whole()) {
     if (v.outcome == Outcome::kAcceptable && v.reason == "nonreal-row") ++nonreal;
   }
 }

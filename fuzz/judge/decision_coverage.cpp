@@ -83,7 +83,9 @@ uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
   rose(&LevelCounters::gateCertified, VerdictSignal::kGateCertified);
   rose(&LevelCounters::gateUndecided, VerdictSignal::kGateUndecided);
   if (result.abstained) s |= bit(VerdictSignal::kAbstained);
-  for (const Verdict& v : result.tokens) {
+  if (result.tokens.plainExact() > 0) s |= bit(VerdictSignal::kExactToken);
+  if (result.tokens.plainNonrealRows() > 0) s |= bit(VerdictSignal::kNonrealRow);
+  for (const Verdict& v : result.tokens.whole()) {
     if (v.outcome == Outcome::kExact) s |= bit(VerdictSignal::kExactToken);
     if (v.outcome != Outcome::kAcceptable) continue;
     if (v.reason == "near-tie-probabilities") s |= bit(VerdictSignal::kNearTieProbabilities);

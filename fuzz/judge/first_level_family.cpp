@@ -34,13 +34,7 @@ void scores(std::span<const float> x, const Family& f, Row& r) {
   r.s.resize(E);
   r.serr.resize(E);
   if (f.score == 1) {
-    for (size_t i = 0; i < E; ++i) r.t[i] = x[i];
-    expNeg(r.t, r.s);
-    // 1 / (1 + exp(-x)): exp's error passes at most in full, two roundings.
-    for (size_t i = 0; i < E; ++i) {
-      r.s[i] = 1.0 / (1.0 + r.s[i]);
-      r.serr[i] = r.s[i] * (kExpRel + 0x1p-51) + kExpAbs;
-    }
+    sigmoidScores(x, r.t, r.s, r.serr);
     return;
   }
   float m = x[0];
@@ -64,32 +58,17 @@ void scores(std::span<const float> x, const Family& f, Row& r) {
 }
 
 // Keys, radii and an upper bound of each key's binary32 budget (keyBudget of the ladder, at
-// the upper ends of s and |c|, with its error term).
-void keys(std::span<const float> x, const Family& f, double cUlp, Row& r) {
-  const size_t E = x.size();
-  const bool bias = !f.bias.empty();
+// the upper ends of s and |c|, with its error term): first_level_simd's keyBands. The
+// radius of c is |c64 - c| for this level's c64 (cerr: serr, and a rounding of s + b) plus
+// twice the ladder's own error bound on its c (verdict_family.cpp's evaluate: s
+// (t + 2E + 8) 2^-52 or s 2^-50, plus 2^-1022; |c| 2^-52 with a bias), plus the ulps its
+// bands round outward by.
+void keys(const Family& f, double cUlp, Row& r) {
+  const size_t E = r.s.size();
   r.c.resize(E);
   r.radius.resize(E);
   r.beta.resize(E);
-  for (size_t i = 0; i < E; ++i) {
-    const double b = bias ? double{f.bias[i]} : 0.0;
-    const double c = r.s[i] + b;
-    const double cerr = r.serr[i] + (bias ? std::fabs(c) * 0x1p-53 : 0.0);
-    const double sUp = r.s[i] + r.serr[i], cUp = std::fabs(c) + cerr;
-    // The ladder's error bound on its own s and c (verdict_family.cpp's evaluate): s
-    // (t + 2E + 8) 2^-52 or s 2^-50, plus 2^-1022; |c| 2^-52 with a bias.
-    const double sh = f.score == 0 && std::isfinite(r.t[i]) ? r.t[i] : 0.0;
-    const double ladderErr = (f.score == 0 ? sUp * (sh + 2.0 * E + 8) * 0x1p-52 : sUp * 0x1p-50) +
-                             0x1p-1022 + (bias ? cUp * 0x1p-52 : 0.0);
-    r.c[i] = c;
-    r.radius[i] = (cerr + 2 * ladderErr + std::fabs(c) * 0x1p-51) * (1 + 0x1p-20);
-    double beta = f.score == 0 ? (sUp > 0 ? (sh + 2.0 * E + 4 * cUlp + 4) * kU32 * sUp : 0.0) +
-                                     (cUlp + 2) * kTiny32
-                               : (2 * cUlp + 4) * kU32 * sUp + (cUlp + 2) * kTiny32 +
-                                     (r.s[i] - r.serr[i] < 0x1p-125 ? 0x1p-126 : 0.0);
-    if (bias) beta = beta * (1 + kU32) + kU32 * cUp + kTiny32;
-    r.beta[i] = beta * (1 + 0x1p-20) + 0x1p-1000;
-  }
+  keyBands({r.t, r.s, r.serr, f.bias, f.score, cUlp}, r.c, r.radius, r.beta);
 }
 
 // The groups the spec keeps whatever the rounding: the topk_groups best by this level's
@@ -110,18 +89,10 @@ bool keptGroups(const Family& f, const Row& r, std::span<const int32_t> S,
   hi.resize(static_cast<size_t>(G));
   order.resize(static_cast<size_t>(G));
   for (int32_t h = 0; h < G; ++h) {
-    double best = -kInf, second = -kInf, radius = 0, beta = 0;
-    for (int32_t i = h * size; i < (h + 1) * size; ++i) {
-      const double c = r.c[i];
-      if (c > best) {
-        second = best;
-        best = c;
-      } else if (c > second) {
-        second = c;
-      }
-      radius = std::max(radius, r.radius[i]);
-      beta = std::max(beta, r.beta[i]);
-    }
+    const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
+    const GroupTop top = groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n),
+                                  std::span(r.beta).subspan(at, n));
+    const double best = top.best, second = top.second, radius = top.radius, beta = top.beta;
     const double score = top2 ? best + second : best;
     const double m = top2 ? 2.0 : 1.0;
     double gamma = m * beta;
@@ -162,14 +133,21 @@ uint64_t formOf(float x, float b) {
 // Kept keys above every eligible displaced key by more than both radii; with rank order,
 // each slot's key above the next one's the same way (or exactly equal keys in index order).
 bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
-               const std::vector<uint8_t>& inS, const std::vector<uint8_t>& eligible,
-               bool rankOrder) {
+               const std::vector<uint8_t>& eligible, bool rankOrder) {
   double keptLo = kInf;
   for (int32_t i : S) keptLo = std::min(keptLo, r.c[i] - r.radius[i]);
   const auto E = static_cast<int32_t>(x.size());
-  for (int32_t j = 0; j < E; ++j) {
-    if (eligible[j] && !inS[j] && !(r.c[j] + r.radius[j] < keptLo)) return false;
+  const int32_t groups = f.groups, size = E / groups;
+  // Every kept key is not below keptLo; so the eligible ones not below it (the kept groups,
+  // each a run of experts, counted by a vector scan) must be the kept ones alone.
+  size_t notBelow = 0;
+  for (int32_t h = 0; h < groups; ++h) {
+    if (!eligible[h * size]) continue;
+    const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
+    notBelow +=
+        countNotBelow(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n), keptLo);
   }
+  if (notBelow != S.size()) return false;
   if (!rankOrder) return true;
   const bool bias = !f.bias.empty();
   for (size_t s = 0; s + 1 < S.size(); ++s) {
@@ -254,15 +232,9 @@ bool plainFamily(const Family& f, int32_t E) {
 }
 
 bool realFamilyRow(std::span<const float> x, const Family& f, bool rowReal) {
-  if (x.empty()) return false;
-  for (float b : f.bias) {
-    if (!std::isfinite(b)) return false;
-  }
+  if (x.empty() || !allFinite(f.bias)) return false;
   if (f.score == 0) return rowReal;
-  for (float v : x) {
-    if (std::isnan(v)) return false;
-  }
-  return true;
+  return !anyNaN(x);
 }
 
 }  // namespace
@@ -275,29 +247,24 @@ void familyScores(std::span<const float> x, const Family& f, std::vector<double>
   serr = std::move(r.serr);
 }
 
-std::optional<Verdict> decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
-                                         std::span<const int32_t> ids, std::span<const float> gates,
-                                         const Contract& contract, const VerdictConfig& config) {
+Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
+                          std::span<const int32_t> ids, std::span<const float> gates,
+                          const Contract& contract, const VerdictConfig& config) {
   const auto E = static_cast<int32_t>(x.size());
-  if (!plainFamily(f, E)) return std::nullopt;
+  if (!plainFamily(f, E)) return Decided::kNo;
   const int32_t n = std::min(k, familyEligible(f, E));
   const bool real = realFamilyRow(x, f, f.score == 0 && scanRow(x).real);
   thread_local std::vector<uint8_t> inS, eligible;
   // The context of a certificate is not needed: a structure violation goes to the ladder.
   if (checkSlots(E, k, {n, "min(k, eligible)", ""}, ids, gates, real, false, inS)) {
-    return std::nullopt;
+    return Decided::kNo;
   }
-  if (E == 0 || n == 0) return Verdict{};
-  if (!real) {
-    Verdict v;
-    v.outcome = Outcome::kAcceptable;
-    v.reason = "nonreal-row";
-    return v;
-  }
+  if (E == 0 || n == 0) return Decided::kExact;
+  if (!real) return Decided::kNonrealRow;
   const std::span<const int32_t> S = ids.first(static_cast<size_t>(n));
   for (int32_t s = 0; s < n; ++s) {
     const float g = gates[s];
-    if (!(std::isfinite(g) && (f.scale >= 0 ? !(g < 0.0f) : !(g > 0.0f)))) return std::nullopt;
+    if (!(std::isfinite(g) && (f.scale >= 0 ? !(g < 0.0f) : !(g > 0.0f)))) return Decided::kNo;
   }
   thread_local Row r;
   scores(x, f, r);
@@ -305,16 +272,16 @@ std::optional<Verdict> decideFamilyToken(std::span<const float> x, const Family&
   // tokens clearly above that are decided here.
   double keptMax = 0;
   for (int32_t e : S) keptMax = std::max(keptMax, r.s[e] - r.serr[e]);
-  if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return std::nullopt;
-  keys(x, f, contract.expMaxUlp, r);
-  if (!keptGroups(f, r, S, eligible)) return std::nullopt;
-  if (!keysApart(x, f, r, S, inS, eligible, contract.slotOrder == SlotOrder::kRank)) {
-    return std::nullopt;
+  if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return Decided::kNo;
+  keys(f, contract.expMaxUlp, r);
+  if (!keptGroups(f, r, S, eligible)) return Decided::kNo;
+  if (!keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank)) {
+    return Decided::kNo;
   }
   if (!gatesWithin(f, r, S, gates.first(static_cast<size_t>(n)), contract, config)) {
-    return std::nullopt;
+    return Decided::kNo;
   }
-  return Verdict{};
+  return Decided::kExact;
 }
 
 }  // namespace moe::fuzz::first

@@ -9,6 +9,7 @@
 // clang-format on
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -44,6 +45,74 @@ RowScan ScanRowImpl(const float* x, size_t E) {
     m = std::max(m, v);
   }
   return {!isBad && isAbove, m};
+}
+
+// 1.0f in every lane where v is NaN (nanOnly) or not finite, else 0.
+template <class D, class V>
+V Marked(D d, V v, bool nanOnly) {
+  const auto inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const auto bad = nanOnly ? hn::IsNaN(v) : hn::Or(hn::IsNaN(v), hn::Eq(hn::Abs(v), inf));
+  return hn::IfThenElseZero(bad, hn::Set(d, 1.0f));
+}
+
+bool AnyMarkedImpl(const float* x, size_t n, bool nanOnly) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  auto marks = hn::Zero(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) marks = hn::Or(marks, Marked(d, hn::LoadU(d, x + i), nanOnly));
+  bool any = !hn::AllTrue(d, hn::Eq(marks, hn::Zero(d)));
+  for (; i < n; ++i) any = any || x[i] != x[i] || (!nanOnly && !std::isfinite(x[i]));
+  return any;
+}
+
+// Vector tail handling for the range scans below: the lanes past n read as `fill`.
+template <class D>
+hn::Vec<D> LoadPadded(D d, const double* p, size_t n, double fill) {
+  HWY_ALIGN double buf[HWY_MAX_BYTES / sizeof(double)];
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = i < n ? p[i] : fill;
+  return hn::Load(d, buf);
+}
+
+size_t CountNotBelowImpl(const double* c, const double* radius, size_t n, double threshold) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d);
+  const auto thr = hn::Set(d, threshold);
+  size_t count = 0;
+  for (size_t i = 0; i < n; i += L) {
+    const bool whole = i + L <= n;
+    const auto key = whole ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL);
+    const auto up =
+        hn::Add(key, whole ? hn::LoadU(d, radius + i) : LoadPadded(d, radius + i, n - i, 0.0));
+    count += hn::CountTrue(d, hn::Not(hn::Lt(up, thr)));
+  }
+  return count;
+}
+
+GroupTop GroupTopImpl(const double* c, const double* radius, const double* beta, size_t n) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d);
+  const auto negInf = hn::Set(d, -HUGE_VAL);
+  auto best = negInf, rad = hn::Zero(d), bet = hn::Zero(d);
+  for (size_t i = 0; i < n; i += L) {
+    bet = hn::Max(bet, i + L <= n ? hn::LoadU(d, beta + i) : LoadPadded(d, beta + i, n - i, 0.0));
+    best = hn::Max(best, i + L <= n ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL));
+    rad =
+        hn::Max(rad, i + L <= n ? hn::LoadU(d, radius + i) : LoadPadded(d, radius + i, n - i, 0.0));
+  }
+  const double b = hn::GetLane(hn::MaxOfLanes(d, best));
+  const auto bv = hn::Set(d, b);
+  // The second largest: b again when it occurs twice, else the largest below b.
+  size_t atBest = 0;
+  auto below = negInf;
+  for (size_t i = 0; i < n; i += L) {
+    const auto v = i + L <= n ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL);
+    const auto eq = hn::Eq(v, bv);
+    atBest += hn::CountTrue(d, eq);
+    below = hn::Max(below, hn::IfThenElse(eq, negInf, v));
+  }
+  const double second = atBest >= 2 ? b : hn::GetLane(hn::MaxOfLanes(d, below));
+  return {b, second, hn::GetLane(hn::MaxOfLanes(d, rad)), hn::GetLane(hn::MaxOfLanes(d, bet))};
 }
 
 int32_t CountBeatingImpl(const float* x, size_t E, int32_t w) {
@@ -124,6 +193,114 @@ void ExpNegImpl(const double* t, double* out, size_t n) {
   }
 }
 
+// One vector of sigmoid scores (first_level_simd.hpp's sigmoidScores).
+template <class D>
+HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* serr) {
+  const hn::Rebind<float, D> df;
+  const auto xv = hn::PromoteTo(d, hn::LoadU(df, x));
+  const auto one = hn::Set(d, 1.0);
+  const auto sv = hn::Div(one, hn::Add(one, ExpNegVec(d, xv)));
+  hn::StoreU(xv, d, t);
+  hn::StoreU(sv, d, s);
+  hn::StoreU(hn::Add(hn::Mul(sv, hn::Set(d, kExpRel + 0x1p-51)), hn::Set(d, kExpAbs)), d, serr);
+}
+
+void SigmoidScoresImpl(const float* x, double* t, double* s, double* serr, size_t n) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) SigmoidVec(d, x + i, t + i, s + i, serr + i);
+  if (i < n) {
+    constexpr size_t kMax = HWY_MAX_BYTES / sizeof(double);
+    float xb[kMax] = {};
+    HWY_ALIGN double tb[kMax], sb[kMax], eb[kMax];
+    std::memcpy(xb, x + i, (n - i) * sizeof(float));
+    SigmoidVec(d, xb, tb, sb, eb);
+    std::memcpy(t + i, tb, (n - i) * sizeof(double));
+    std::memcpy(s + i, sb, (n - i) * sizeof(double));
+    std::memcpy(serr + i, eb, (n - i) * sizeof(double));
+  }
+}
+
+// One vector of keys, radii and budgets (first_level_simd.hpp's keyBands): the formulas of
+// docs/fuzz.md in the order first_level_family.cpp states them.
+template <class D>
+HWY_INLINE void KeyVec(D d, const KeyRow& in, size_t E, const double* t, const double* s,
+                       const double* serr, const float* bias, double* c, double* radius,
+                       double* beta) {
+  const hn::Rebind<float, D> df;
+  const bool hasBias = bias != nullptr;
+  const auto sv = hn::LoadU(d, s), ev = hn::LoadU(d, serr);
+  const auto b = hasBias ? hn::PromoteTo(d, hn::LoadU(df, bias)) : hn::Zero(d);
+  const auto cv = hn::Add(sv, b);
+  const auto ac = hn::Abs(cv);
+  const auto cerr = hasBias ? hn::Add(ev, hn::Mul(ac, hn::Set(d, 0x1p-53))) : ev;
+  const auto sUp = hn::Add(sv, ev), cUp = hn::Add(ac, cerr);
+  const double twoE = 2.0 * static_cast<double>(E);
+  auto sh = hn::Zero(d);
+  if (in.score == 0) {
+    const auto tv = hn::LoadU(d, t);
+    sh = hn::IfThenElseZero(hn::Lt(hn::Abs(tv), hn::Set(d, HUGE_VAL)), tv);
+  }
+  auto ladderErr =
+      in.score == 0 ? hn::Mul(hn::Mul(sUp, hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 8.0))),
+                              hn::Set(d, 0x1p-52))
+                    : hn::Mul(sUp, hn::Set(d, 0x1p-50));
+  ladderErr = hn::Add(ladderErr, hn::Set(d, 0x1p-1022));
+  if (hasBias) ladderErr = hn::Add(ladderErr, hn::Mul(cUp, hn::Set(d, 0x1p-52)));
+  const auto r =
+      hn::Add(hn::Add(cerr, hn::Mul(hn::Set(d, 2.0), ladderErr)), hn::Mul(ac, hn::Set(d, 0x1p-51)));
+  const double cUlp = in.cUlp, u = 0x1p-24, tiny = 0x1p-149;
+  auto bt = hn::Zero(d);
+  if (in.score == 0) {
+    const auto rel = hn::Mul(
+        hn::Mul(
+            hn::Add(hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 4 * cUlp)), hn::Set(d, 4.0)),
+            hn::Set(d, u)),
+        sUp);
+    bt = hn::Add(hn::IfThenElseZero(hn::Gt(sUp, hn::Zero(d)), rel), hn::Set(d, (cUlp + 2) * tiny));
+  } else {
+    const auto small = hn::Lt(hn::Sub(sv, ev), hn::Set(d, 0x1p-125));
+    bt = hn::Add(
+        hn::Add(hn::Mul(hn::Set(d, (2 * cUlp + 4) * u), sUp), hn::Set(d, (cUlp + 2) * tiny)),
+        hn::IfThenElseZero(small, hn::Set(d, 0x1p-126)));
+  }
+  if (hasBias) {
+    bt = hn::Add(hn::Add(hn::Mul(bt, hn::Set(d, 1 + u)), hn::Mul(hn::Set(d, u), cUp)),
+                 hn::Set(d, tiny));
+  }
+  bt = hn::Add(hn::Mul(bt, hn::Set(d, 1 + 0x1p-20)), hn::Set(d, 0x1p-1000));
+  hn::StoreU(cv, d, c);
+  hn::StoreU(hn::Mul(r, hn::Set(d, 1 + 0x1p-20)), d, radius);
+  hn::StoreU(bt, d, beta);
+}
+
+void KeyBandsImpl(const KeyRow& in, double* c, double* radius, double* beta) {
+  const hn::ScalableTag<double> d;
+  const size_t L = hn::Lanes(d), n = in.s.size();
+  const bool hasBias = !in.bias.empty();
+  const double* t = in.score == 0 ? in.t.data() : nullptr;
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    KeyVec(d, in, n, t ? t + i : nullptr, in.s.data() + i, in.serr.data() + i,
+           hasBias ? in.bias.data() + i : nullptr, c + i, radius + i, beta + i);
+  }
+  if (i < n) {
+    constexpr size_t kMax = HWY_MAX_BYTES / sizeof(double);
+    const size_t m = n - i;
+    float bb[kMax] = {};
+    HWY_ALIGN double tb[kMax] = {}, sb[kMax] = {}, eb[kMax] = {}, cb[kMax], rb[kMax], betab[kMax];
+    if (t) std::memcpy(tb, t + i, m * sizeof(double));
+    std::memcpy(sb, in.s.data() + i, m * sizeof(double));
+    std::memcpy(eb, in.serr.data() + i, m * sizeof(double));
+    if (hasBias) std::memcpy(bb, in.bias.data() + i, m * sizeof(float));
+    KeyVec(d, in, n, t ? tb : nullptr, sb, eb, hasBias ? bb : nullptr, cb, rb, betab);
+    std::memcpy(c + i, cb, m * sizeof(double));
+    std::memcpy(radius + i, rb, m * sizeof(double));
+    std::memcpy(beta + i, betab, m * sizeof(double));
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace moe::fuzz::first
 HWY_AFTER_NAMESPACE();
@@ -134,6 +311,11 @@ namespace moe::fuzz::first {
 HWY_EXPORT(ScanRowImpl);
 HWY_EXPORT(CountBeatingImpl);
 HWY_EXPORT(ExpNegImpl);
+HWY_EXPORT(AnyMarkedImpl);
+HWY_EXPORT(CountNotBelowImpl);
+HWY_EXPORT(GroupTopImpl);
+HWY_EXPORT(SigmoidScoresImpl);
+HWY_EXPORT(KeyBandsImpl);
 
 RowScan scanRow(std::span<const float> x) {
   if (x.empty()) return {};
@@ -146,6 +328,33 @@ int32_t countBeating(std::span<const float> x, int32_t w) {
 
 void expNeg(std::span<const double> t, std::span<double> out) {
   HWY_DYNAMIC_DISPATCH(ExpNegImpl)(t.data(), out.data(), t.size());
+}
+
+size_t countNotBelow(std::span<const double> c, std::span<const double> radius, double threshold) {
+  return HWY_DYNAMIC_DISPATCH(CountNotBelowImpl)(c.data(), radius.data(), c.size(), threshold);
+}
+
+GroupTop groupTop(std::span<const double> c, std::span<const double> radius,
+                  std::span<const double> beta) {
+  return HWY_DYNAMIC_DISPATCH(GroupTopImpl)(c.data(), radius.data(), beta.data(), c.size());
+}
+
+bool anyNaN(std::span<const float> x) {
+  return HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), true);
+}
+
+bool allFinite(std::span<const float> x) {
+  return !HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), false);
+}
+
+void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
+                   std::span<double> serr) {
+  HWY_DYNAMIC_DISPATCH(SigmoidScoresImpl)(x.data(), t.data(), s.data(), serr.data(), x.size());
+}
+
+void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,
+              std::span<double> beta) {
+  HWY_DYNAMIC_DISPATCH(KeyBandsImpl)(in, c.data(), radius.data(), beta.data());
 }
 
 }  // namespace moe::fuzz::first

@@ -70,23 +70,18 @@ bool gatesWithin(std::span<const float> x, std::span<const int32_t> S, std::span
 
 }  // namespace
 
-std::optional<Verdict> decideToken(std::span<const float> x, int32_t k,
-                                   std::span<const int32_t> ids, std::span<const float> gates,
-                                   const Contract& contract, const VerdictConfig& config) {
+Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,
+                    std::span<const float> gates, const Contract& contract,
+                    const VerdictConfig& config) {
   thread_local std::vector<uint8_t> seen;
   const auto E = static_cast<int32_t>(x.size());
   const int32_t n = std::min(k, E);
   const RowScan row = scanRow(x);
   if (checkSlots(E, k, {n, "min(k, E)", ""}, ids, gates, row.real, true, seen)) {
-    return std::nullopt;  // a structure violation: the ladder writes its certificate
+    return Decided::kNo;  // a structure violation: the ladder writes its certificate
   }
-  if (E == 0 || (row.real && n == 0)) return Verdict{};
-  if (!row.real) {
-    Verdict v;
-    v.outcome = Outcome::kAcceptable;
-    v.reason = "nonreal-row";
-    return v;
-  }
+  if (E == 0 || (row.real && n == 0)) return Decided::kExact;
+  if (!row.real) return Decided::kNonrealRow;
   const std::span<const int32_t> S = ids.first(static_cast<size_t>(n));
   // The spec's kept set iff nothing outside S beats S's worst member: all n - 1 others in S
   // beat it, so exactly n - 1 experts of the row do.
@@ -94,16 +89,16 @@ std::optional<Verdict> decideToken(std::span<const float> x, int32_t k,
   for (int32_t e : S) {
     if (beats(x, worst, e)) worst = e;
   }
-  if (countBeating(x, worst) != n - 1) return std::nullopt;
+  if (countBeating(x, worst) != n - 1) return Decided::kNo;
   if (contract.slotOrder == SlotOrder::kRank) {
     for (int32_t s = 0; s + 1 < n; ++s) {
-      if (!beats(x, S[s], S[s + 1])) return std::nullopt;
+      if (!beats(x, S[s], S[s + 1])) return Decided::kNo;
     }
   }
   if (!gatesWithin(x, S, gates.first(static_cast<size_t>(n)), row.max, contract, config)) {
-    return std::nullopt;
+    return Decided::kNo;
   }
-  return Verdict{};
+  return Decided::kExact;
 }
 
 }  // namespace moe::fuzz::first

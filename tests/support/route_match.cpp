@@ -60,9 +60,10 @@ std::string tokenText(const fuzz::Case& c, const fuzz::RouteOutput& o, const fuz
   if (r.violation) {
     failing = &*r.violation;
   } else if (exactly) {
-    for (const fuzz::Verdict& v : r.tokens) {
-      // A row that is not real (NaN, +inf, all -inf) is only structure-checked by the judge:
-      // it has no exact decision to require.
+    // The tokens kept whole: the others are exact, or non-real rows. A row that is not real
+    // (NaN, +inf, all -inf) is only structure-checked by the judge: it has no exact decision
+    // to require.
+    for (const fuzz::Verdict& v : r.tokens.whole()) {
       if (v.outcome == fuzz::Outcome::kAcceptable && v.reason != "nonreal-row") {
         failing = &v;
         break;

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <span>
 #include <string>
 
 #include "moe/fuzz/case.hpp"
@@ -19,7 +18,7 @@ struct CoverageShares {
   uint64_t modelShapes = 0, degenerate = 0, nonreal = 0, modelLike = 0, adversarial = 0;
   uint64_t degenerateCases = 0;  // judged cases of a degenerate shape (T = 0 ones judge no token)
   // A judged case and the verdicts of its judged tokens.
-  void add(const Case& c, std::span<const Verdict> judged);
+  void add(const Case& c, const TokenVerdicts& judged);
 };
 
 // {"model_shapes", "degenerate", "nonreal", "model_like", "adversarial"}: each a fraction of

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,15 +21,20 @@ namespace moe::fuzz::first {
 // estimates that differ in their last bits cannot disagree.
 inline constexpr double kSafety = 1 - 0x1p-30;
 
-// moe_route_v1 (judgeToken's verdict), or nullopt: undecided here.
-std::optional<Verdict> decideToken(std::span<const float> x, int32_t k,
-                                   std::span<const int32_t> ids, std::span<const float> gates,
-                                   const Contract& contract, const VerdictConfig& config);
+// What the first level decided about a token: nothing (the ladder judges it), or the
+// ladder's verdict, which then has nothing more to say than its outcome (no certificate,
+// margin 0): `exact`, or `acceptable` with the reason "nonreal-row".
+enum class Decided { kNo, kExact, kNonrealRow };
 
-// moe_route_v2 on a valid family (judgeFamilyToken's verdict), or nullopt.
-std::optional<Verdict> decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
-                                         std::span<const int32_t> ids, std::span<const float> gates,
-                                         const Contract& contract, const VerdictConfig& config);
+// moe_route_v1 (judgeToken's verdict).
+Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,
+                    std::span<const float> gates, const Contract& contract,
+                    const VerdictConfig& config);
+
+// moe_route_v2 on a valid family (judgeFamilyToken's verdict).
+Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
+                          std::span<const int32_t> ids, std::span<const float> gates,
+                          const Contract& contract, const VerdictConfig& config);
 
 // The family's scores of a row in binary64 (sigmoid, or softmax over the row) with their
 // rigorous error bounds: |s[i] - exact score i| <= serr[i] (docs/fuzz.md derives them).

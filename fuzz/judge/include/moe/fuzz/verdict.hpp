@@ -4,11 +4,14 @@
 // LevelCounters says how often each level decided. Budgets are derived in docs/fuzz.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
@@ -97,11 +100,72 @@ Verdict judgeFamilyToken(std::span<const float> logits, const Family& family, in
                          const Contract& contract, const VerdictConfig& config,
                          LevelCounters& levels);
 
+// The verdicts of a case's tokens, in token order. Most tokens are `exact`, or `acceptable`
+// as a non-real row, with nothing more to say (no certificate, kind, margin or cause): those
+// are kept as a code of four bytes, and their Verdict is made when one is asked for; the
+// others are kept whole. Reading yields Verdicts by value.
+class TokenVerdicts {
+ public:
+  // The verdicts of the tokens from firstToken on (a part of a case judged on its own).
+  explicit TokenVerdicts(size_t firstToken = 0) : first_(firstToken) {}
+  size_t size() const { return codes_.size(); }
+  bool empty() const { return codes_.empty(); }
+  void reserve(size_t n) { codes_.reserve(n); }
+  Verdict operator[](size_t t) const;
+  Verdict at(size_t t) const;  // std::out_of_range past the end
+  Verdict back() const { return (*this)[size() - 1]; }
+  // Appends the next token's verdict (its token field says which token it is).
+  void push_back(Verdict v);
+  // The next token is exact / acceptable as a non-real row, with nothing more to say.
+  void pushExact() { codes_.push_back(kExactCode); }
+  void pushNonrealRow() {
+    codes_.push_back(kNonrealCode);
+    ++nonreal_;
+  }
+  // Appends the verdicts of the part of the case that follows these.
+  void append(TokenVerdicts&& more);
+  // Tallies without making a Verdict per token: the plain tokens by outcome, and the
+  // verdicts kept whole, in token order.
+  uint64_t plainExact() const { return codes_.size() - nonreal_ - whole_.size(); }
+  uint64_t plainNonrealRows() const { return nonreal_; }
+  const std::vector<Verdict>& whole() const { return whole_; }
+  std::vector<Verdict> all() const;
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Verdict;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Verdict;
+    Iterator(const TokenVerdicts* of, size_t at) : of_(of), at_(at) {}
+    Verdict operator*() const { return (*of_)[at_]; }
+    Iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return at_ == o.at_; }
+
+   private:
+    const TokenVerdicts* of_;
+    size_t at_;
+  };
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, size()}; }
+
+ private:
+  static constexpr uint32_t kExactCode = 0xffffffffu, kNonrealCode = 0xfffffffeu;
+  std::vector<uint32_t> codes_;  // a plain code, or the index in whole_
+  std::vector<Verdict> whole_;
+  size_t first_ = 0;
+  uint64_t nonreal_ = 0;
+};
+
 struct CaseResult {
   bool abstained = false;
   std::string abstainReason;
   RouteOutput output;
-  std::vector<Verdict> tokens;       // one per token (until the first violation)
+  TokenVerdicts tokens;              // one per token (until the first violation)
   std::optional<Verdict> violation;  // the first violation, if any
   Outcome worst() const;
 };
