@@ -4,9 +4,13 @@ Each block the test runs follows a marker line `<!-- readme-test: NAME -->` in R
 missing marker or block fails the test, so the README cannot drop a block silently. The blocks
 run with bash (-e: any failing line fails the test) in a fresh folder where `moe-oracle` is
 this source tree as a clone would be (its build/ is this ctest's build tree) and HOME is the
-folder itself, so that nothing outside it is written.
+folder itself, so that nothing outside it is written. The folder is a new temporary one,
+outside the source tree as a user's own repository is: inside it, pytest would take the
+source tree's pyproject.toml for its root and write its cache there (which python.install,
+running beside this test, sees as the install writing into the tree). It is removed when
+every block has run, and kept (its path printed) when one fails.
 
-usage: readme_blocks.py SOURCE_DIR BUILD_DIR WORK_DIR
+usage: readme_blocks.py SOURCE_DIR BUILD_DIR
 """
 
 import os
@@ -15,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 # The blocks, in the order they run: (marker, what to do with the block's text).
 BLOCKS = ["venv", "pytest-test", "pytest", "cmake-install", "cmake-lists", "cmake-test",
@@ -68,12 +73,12 @@ def run(name, script, cwd, env):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 3:
         fail(__doc__.strip().splitlines()[-1])
-    source, build, work = (pathlib.Path(a).resolve() for a in sys.argv[1:])
+    source, build = (pathlib.Path(a).resolve() for a in sys.argv[1:])
     blocks = marked_blocks((source / "README.md").read_text(encoding="utf-8"))
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="moe-oracle-readme-")).resolve()
+    print(f"install.readme: working in {work} (kept if a block fails)", flush=True)
     clone_of(source, build, work / "moe-oracle")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     keep_ccache_dir(env)
@@ -94,6 +99,7 @@ def main():
     if not re.search(r"100% tests passed, 0 tests failed out of [1-9]", out):
         fail("the CMake block's ctest did not pass")
     print("install.readme: every block ran")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
