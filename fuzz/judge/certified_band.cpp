@@ -22,9 +22,9 @@ double bandEnd(const oracle::certified::BigFloat& v, double add, double ref, dou
 
 }  // namespace
 
-RelativeBand relativeBand(const oracle::certified::Interval& value, double add, double bLo,
-                          double bHi, double ref) {
-  RelativeBand out;
+Band relativeBand(const oracle::certified::Interval& value, double add, double bLo, double bHi,
+                  double ref) {
+  Band out;
   out.lLo = bandEnd(value.lower, add, ref, -bHi, MPFR_RNDD);
   out.lHi = bandEnd(value.upper, add, ref, -bLo, MPFR_RNDU);
   out.hLo = bandEnd(value.lower, add, ref, bLo, MPFR_RNDD);

@@ -4,6 +4,7 @@
 // enclosures' width and not by binary64 band ends at the key's size.
 #pragma once
 
+#include "ladder.hpp"
 #include "moe/oracle/certified/interval.hpp"
 
 namespace moe::fuzz {
@@ -14,10 +15,7 @@ namespace moe::fuzz {
 // MPFR with directed rounding (down for the lower ends, up for the upper ones) and rounded
 // outward to binary64: near the reference its binary64 rounding is relative to the
 // difference, not to the key.
-struct RelativeBand {
-  double lLo = 0, lHi = 0, hLo = 0, hHi = 0;
-};
-RelativeBand relativeBand(const oracle::certified::Interval& value, double add, double bLo,
-                          double bHi, double ref);
+Band relativeBand(const oracle::certified::Interval& value, double add, double bLo, double bHi,
+                  double ref);
 
 }  // namespace moe::fuzz

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ladder.hpp"
 #include "moe/fuzz/first_level_simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -246,7 +247,7 @@ HWY_INLINE void KeyVec(D d, const KeyRow& in, size_t E, const double* t, const d
       in.score == 0 ? hn::Mul(hn::Mul(sUp, hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 8.0))),
                               hn::Set(d, 0x1p-52))
                     : hn::Mul(sUp, hn::Set(d, 0x1p-50));
-  ladderErr = hn::Add(ladderErr, hn::Set(d, 0x1p-1022));
+  ladderErr = hn::Add(ladderErr, hn::Set(d, kAbsNormal));
   if (hasBias) ladderErr = hn::Add(ladderErr, hn::Mul(cUp, hn::Set(d, 0x1p-52)));
   const auto r =
       hn::Add(hn::Add(cerr, hn::Mul(hn::Set(d, 2.0), ladderErr)), hn::Mul(ac, hn::Set(d, 0x1p-51)));

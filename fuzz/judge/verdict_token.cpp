@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "ladder.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
 #include "moe/oracle/certified/gates.hpp"
@@ -60,32 +61,6 @@ std::string logitText(std::span<const float> x, int32_t i) {
   return fmt::format("x[{}] = {} ({})", i, decimal32(x[i]), hex32(x[i]));
 }
 
-// The binary64 filters' absolute error term for results near underflow (exp's absolute
-// error there is below 2^-1074 per term). Any bound above that is sound; this one is the
-// smallest normal binary64 rather than a subnormal like 2^-1070, because x86 takes a
-// ~100-cycle microcode assist for every operation that makes or reads a subnormal, and
-// these terms are added once per expert and gate (~10% of the verdict's time, perf). The
-// budgets they are compared with are >= 2^-149, far above it; a case that the wider term
-// leaves undecided goes to the MPFR level, as any too-close case does.
-constexpr double kAbsNormal = 0x1p-1022;
-
-// Widen a binary64 result by one ulp each way: sums and differences below are rounded to
-// nearest once, so the true value lies within one ulp.
-double down(double v) {
-  return nextDown64(v);
-}
-double up(double v) {
-  return nextUp64(v);
-}
-
-// The row's maximum as softmaxVecSpec takes it (Lean's left fold of max seeded with x0, so
-// NaN-free rows agree with the oracle bit for bit): one definition for every use here.
-float rowMax(std::span<const float> x) {
-  float m = x[0];
-  for (float v : x) m = m <= v ? v : m;
-  return m;
-}
-
 // The row's probabilities in binary64 with a rigorous error bound: P_i = exp(x_i - m) has
 // relative error <= (|x_i - m| 2^-53 + 2^-52) (argument rounding, then exp's < 1 ulp),
 // the sum of E terms <= E 2^-53, the division 2^-53; rho_i bounds the total with slack.
@@ -129,8 +104,6 @@ struct CertifiedProbabilities {
     return (*p)[i];
   }
 };
-
-enum class Decision { kWithin, kBeyond, kUndecided };
 
 // The one near-tie filter for probabilities: does every displaced j stay within the
 // rounding budget of every kept i, p_j - p_i <= b_i + b_j? With H_i = p_i + b_i and
