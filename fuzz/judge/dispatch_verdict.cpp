@@ -149,16 +149,12 @@ std::string keptSlotsText(const DispatchCase& c, const Expected& e, int64_t expe
   return firstSlotsText(kept);
 }
 
-// The content on success, each check naming what broke; the order makes the first broken
-// rule the kind (a missing slot is dropped-slot before the rows it leaves short are).
-DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
-                             WithinExpertOrder order) {
-  const int64_t S = static_cast<int64_t>(c.ids.size());
-  const int64_t pad = S;
+// The list's length: rows within 0..max_rows, no slot listed and no block's expert named
+// past it.
+std::optional<DispatchVerdict> checkRows(const DispatchCase& c, const DispatchOutput& out,
+                                         int64_t S, int64_t specRows) {
   const int64_t B = c.block;
   const int64_t R = out.rows;
-  const Expected e = expectedOf(c);
-  const int64_t specRows = static_cast<int64_t>(e.layout.rows());
   if (R == kDispatchUnwritten) {
     return violation(
         ViolationKind::kRowsCount,
@@ -188,8 +184,16 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
                                    R, blocks, B, b, v));
     }
   }
-  // Each position holds a slot or the padding value.
-  std::vector<int64_t> seenAt(static_cast<size_t>(S), -1);
+  return std::nullopt;
+}
+
+// Each position holds a slot or the padding value, and each slot at most once: seenAt[s]
+// is slot s's position, or -1.
+std::optional<DispatchVerdict> checkPositions(const DispatchCase& c, const DispatchOutput& out,
+                                              int64_t pad, std::vector<int64_t>& seenAt) {
+  const int64_t S = static_cast<int64_t>(c.ids.size());
+  const int64_t R = out.rows;
+  seenAt.assign(static_cast<size_t>(S), -1);
   for (int64_t p = 0; p < R; ++p) {
     const int32_t v = out.sortedSlots[p];
     if (v == pad) continue;
@@ -206,7 +210,17 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
     }
     seenAt[v] = p;
   }
-  // Each listed slot is one the spec keeps; each kept slot is listed.
+  return std::nullopt;
+}
+
+// Each listed slot is one the spec keeps; each kept slot is listed; the list is the spec's
+// padded length.
+std::optional<DispatchVerdict> checkListedSet(const DispatchCase& c, const DispatchOutput& out,
+                                              const Expected& e, int64_t specRows,
+                                              const std::vector<int64_t>& seenAt) {
+  const int64_t S = static_cast<int64_t>(c.ids.size());
+  const int64_t B = c.block;
+  const int64_t R = out.rows;
   for (int64_t s = 0; s < S; ++s) {
     if (seenAt[s] < 0 || e.kept[s]) continue;
     const int32_t id = c.ids[s];
@@ -245,9 +259,17 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
                                  "(each expert's kept slots rounded up to block = {})",
                                  R, specRows, B));
   }
-  // The blocks: experts in increasing order, each slot in a block of its expert, each
-  // expert's blocks as many as its slots need, its padding after its slots.
-  std::vector<int64_t> blocksOf(static_cast<size_t>(c.experts), 0);
+  return std::nullopt;
+}
+
+// The blocks: experts in increasing order, each slot in a block of its expert, each
+// expert's blocks as many as its slots need. blocksOf[x] counts expert x's blocks.
+std::optional<DispatchVerdict> checkBlocks(const DispatchCase& c, const DispatchOutput& out,
+                                           const Expected& e, int64_t pad,
+                                           std::vector<int64_t>& blocksOf) {
+  const int64_t B = c.block;
+  const int64_t blocks = (out.rows + B - 1) / B;
+  blocksOf.assign(static_cast<size_t>(c.experts), 0);
   for (int64_t b = 0; b < blocks; ++b) {
     const int32_t be = out.blockExpert[b];
     if (be < 0 || be >= c.experts) {
@@ -280,6 +302,16 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
                                    x, blocksOf[x], e.count[x], B, want));
     }
   }
+  return std::nullopt;
+}
+
+// Each expert's list: its slots first (in slot order where the contract says so), then
+// its padding.
+std::optional<DispatchVerdict> checkExpertLists(const DispatchCase& c, const DispatchOutput& out,
+                                                const Expected& e, int64_t pad,
+                                                WithinExpertOrder order,
+                                                const std::vector<int64_t>& blocksOf) {
+  const int64_t B = c.block;
   int64_t start = 0;
   for (int64_t x = 0; x < c.experts; ++x) {
     const int64_t len = blocksOf[x] * B;
@@ -305,7 +337,24 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
     }
     start += len;
   }
-  return {};
+  return std::nullopt;
+}
+
+// The content on success, each check naming what broke; the order makes the first broken
+// rule the kind (a missing slot is dropped-slot before the rows it leaves short are).
+DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
+                             WithinExpertOrder order) {
+  const int64_t S = static_cast<int64_t>(c.ids.size());
+  const int64_t pad = S;
+  const Expected e = expectedOf(c);
+  const int64_t specRows = static_cast<int64_t>(e.layout.rows());
+  std::vector<int64_t> seenAt, blocksOf;
+  std::optional<DispatchVerdict> v = checkRows(c, out, S, specRows);
+  if (!v) v = checkPositions(c, out, pad, seenAt);
+  if (!v) v = checkListedSet(c, out, e, specRows, seenAt);
+  if (!v) v = checkBlocks(c, out, e, pad, blocksOf);
+  if (!v) v = checkExpertLists(c, out, e, pad, order, blocksOf);
+  return v ? *v : DispatchVerdict{};
 }
 
 }  // namespace
