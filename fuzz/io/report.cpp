@@ -67,16 +67,9 @@ std::string mismatchReport(const Router& router, const Case& c, const CaseResult
                    degenerateShapeText(shape));
   }
   if (v.token >= 0 && v.token < c.tokens) {
-    const size_t k = static_cast<size_t>(c.k), t = static_cast<size_t>(v.token);
-    const auto ids = std::span<const int32_t>(r.output.ids);
-    const auto gates = std::span<const float>(r.output.gates);
-    const bool whole = (t + 1) * k <= ids.size() && ids.size() == gates.size();
-    fmt::format_to(
-        std::back_inserter(out), "token {} of {}:\n{}", v.token, c.tokens,
-        describeToken(c.row(v.token), c.family, c.k,
-                      whole ? ids.subspan(t * k, k) : std::span<const int32_t>(),
-                      whole ? gates.subspan(t * k, k) : std::span<const float>(), 64,
-                      expertsNamed(v.certificate, c.family, static_cast<size_t>(c.experts))));
+    const size_t k = static_cast<size_t>(c.k);
+    fmt::format_to(std::back_inserter(out), "token {} of {}:\n{}", v.token, c.tokens,
+                   describeVerdictToken(c, r.output, v, 64));
     fmt::format_to(std::back_inserter(out), "router output (ids, gates) of token {}:", v.token);
     for (size_t s = 0; s < k && v.token * k + s < r.output.ids.size(); ++s) {
       fmt::format_to(std::back_inserter(out), " ({}, {})", r.output.ids[v.token * k + s],

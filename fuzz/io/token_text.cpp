@@ -283,4 +283,16 @@ std::vector<size_t> expertsNamed(std::string_view certificate, const std::option
   return out;
 }
 
+std::string describeVerdictToken(const Case& c, const RouteOutput& output, const Verdict& v,
+                                 size_t maxShown) {
+  const size_t k = static_cast<size_t>(c.k), at = static_cast<size_t>(v.token) * k;
+  const auto ids = std::span<const int32_t>(output.ids);
+  const auto gates = std::span<const float>(output.gates);
+  const bool whole = at + k <= ids.size() && ids.size() == gates.size();
+  return describeToken(c.row(v.token), c.family, c.k,
+                       whole ? ids.subspan(at, k) : std::span<const int32_t>(),
+                       whole ? gates.subspan(at, k) : std::span<const float>(), maxShown,
+                       expertsNamed(v.certificate, c.family, static_cast<size_t>(c.experts)));
+}
+
 }  // namespace moe::fuzz

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <span>
 #include <string>
 #include <utility>
 
@@ -38,19 +37,6 @@ namespace {
 // Rows longer than this show the experts that matter (the certificate's, the router's and the
 // spec's kept ones), as the violation report does.
 constexpr size_t kRowShown = 32;
-
-// The token told as `moe-oracle explain` and the violation report tell it (token_text.hpp):
-// the logits, the spec's kept set with exact probabilities and gates, the router's slots.
-std::string tokenText(const fuzz::Case& c, const fuzz::RouteOutput& o, const fuzz::Verdict& v) {
-  const size_t k = static_cast<size_t>(c.k), at = static_cast<size_t>(v.token) * k;
-  const bool whole = at + k <= o.ids.size() && o.ids.size() == o.gates.size();
-  const std::span<const int32_t> ids(o.ids);
-  const std::span<const float> gates(o.gates);
-  return fuzz::describeToken(
-      c.row(v.token), c.family, c.k, whole ? ids.subspan(at, k) : std::span<const int32_t>(),
-      whole ? gates.subspan(at, k) : std::span<const float>(), kRowShown,
-      fuzz::expertsNamed(v.certificate, c.family, static_cast<size_t>(c.experts)));
-}
 
 ::testing::AssertionResult judge(const char* routerText, const char* caseText,
                                  const fuzz::Router& router, const fuzz::Case& c, bool exactly) {
@@ -93,7 +79,8 @@ std::string tokenText(const fuzz::Case& c, const fuzz::RouteOutput& o, const fuz
                    v.token, v.reason, v.margin);
   }
   if (v.token >= 0 && v.token < c.tokens) {
-    fmt::format_to(to, "\n  token {} of {}:\n{}", v.token, c.tokens, tokenText(c, r.output, v));
+    fmt::format_to(to, "\n  token {} of {}:\n{}", v.token, c.tokens,
+                   fuzz::describeVerdictToken(c, r.output, v, kRowShown));
   }
   return ::testing::AssertionFailure() << fmt::to_string(out);
 }

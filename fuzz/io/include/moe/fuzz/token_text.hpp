@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
 
@@ -27,6 +29,12 @@ std::string describeToken(std::span<const float> x, const std::optional<Family>&
                           std::span<const int32_t> ids, std::span<const float> gates,
                           size_t maxShown = std::numeric_limits<size_t>::max(),
                           std::span<const size_t> focus = {});
+// The token a verdict is about, as describeToken tells it: the experts its certificate
+// names first, and the router's slots of that token when `output` holds every slot (a
+// router that wrote a short output has none to tell). For the violation report and
+// EXPECT_ROUTE_MATCH alike.
+std::string describeVerdictToken(const Case& c, const RouteOutput& output, const Verdict& v,
+                                 size_t maxShown);
 // The experts a certificate names ("expert 12", "experts 3 and 7", and every member of a
 // "group 6" of at most 32), for describeToken's focus.
 std::vector<size_t> expertsNamed(std::string_view certificate, const std::optional<Family>& family,
