@@ -14,7 +14,9 @@
 #include <limits>
 
 #include "ladder.hpp"
+#include "moe/fuzz/first_level.hpp"
 #include "moe/fuzz/first_level_simd.hpp"
+#include "moe/fuzz/float_bits.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace moe::fuzz::first {
@@ -302,6 +304,185 @@ void KeyBandsImpl(const KeyRow& in, double* c, double* radius, double* beta) {
   }
 }
 
+// float_bits.hpp's ulp32 on a vector of x >= 0 (or -0): binary32's spacing at x, doubled
+// where x rounds to binary32 at the next binade's bottom; 2^-149 below 2^-126.
+template <class D, class V>
+V Ulp32Vec(D d, V x) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::Rebind<float, D> df;
+  const auto biased = hn::ShiftRight<52>(hn::BitCast(du, x));
+  auto spacing = hn::BitCast(d, hn::ShiftLeft<52>(hn::Sub(biased, hn::Set(du, uint64_t{23}))));
+  const auto nextBinade =
+      hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(biased, hn::Set(du, uint64_t{1}))));
+  const auto rounded = hn::PromoteTo(d, hn::DemoteTo(df, x));
+  spacing = hn::IfThenElse(hn::Ge(rounded, nextBinade), hn::Add(spacing, spacing), spacing);
+  spacing = hn::IfThenElse(hn::Gt(x, hn::Set(d, 0x1.fffffep127)), hn::Set(d, 0x1p104), spacing);
+  return hn::IfThenElse(hn::Ge(x, hn::Set(d, 0x1p-126)), spacing, hn::Set(d, 0x1p-149));
+}
+
+// first_level_token.cpp's gatesWithin with one token per lane: the same operations in the
+// same order (no contraction: -ffp-contract=off), so each lane decides as decideToken does.
+void GatesWithinBatchImpl(const GateBatch& b) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<float, decltype(d)> df;
+  const size_t L = hn::Lanes(d), n = static_cast<size_t>(b.n);
+  const double c = b.expUlp;
+  const auto zero = hn::Zero(d);
+  const auto expRel = hn::Set(d, kExpRel), expAbs = hn::Set(d, kExpAbs);
+  const auto tRound = hn::Set(d, 0x1p-52), safety = hn::Set(d, kSafety);
+  const auto floorConst = hn::Set(d, (b.experts + 1.0) * (b.n + 1.0) * (c + 2) * kTiny32);
+  for (size_t lane = 0; lane < static_cast<size_t>(kBatchTokens); lane += L) {
+    auto sum = zero, sumErr = zero;
+    for (size_t s = 0; s < n; ++s) {
+      const size_t at = s * kBatchTokens + lane;
+      const auto t = hn::LoadU(d, b.t + at);
+      const auto P = ExpNegVec(d, t);
+      hn::StoreU(P, d, b.p + at);
+      sum = hn::Add(sum, P);
+      const auto own = hn::Mul(P, hn::Add(expRel, hn::Mul(t, tRound)));
+      sumErr = hn::Add(hn::Add(sumErr, hn::IfThenElseZero(hn::Gt(P, zero), own)), expAbs);
+    }
+    sumErr = hn::Add(sumErr, hn::Mul(hn::Set(d, (b.n + 1) * 0x1p-53), sum));
+    const auto sumRel = hn::Div(sumErr, sum);
+    auto weighted = zero;
+    for (size_t s = 0; s < n; ++s) {
+      const size_t at = s * kBatchTokens + lane;
+      // G = P / sum, kept in p for the budgets below (G > 0 iff P > 0: P is 0 or at least
+      // 2^-1011, the sum at most 33).
+      const auto G = hn::Div(hn::LoadU(d, b.p + at), sum);
+      hn::StoreU(G, d, b.p + at);
+      const auto term = hn::Mul(G, hn::LoadU(d, b.shift + at));
+      weighted = hn::Add(weighted, hn::IfThenElseZero(hn::Gt(G, zero), term));
+    }
+    weighted = hn::Mul(weighted, safety);
+    auto within = hn::Eq(zero, zero);
+    for (size_t s = 0; s < n; ++s) {
+      const size_t at = s * kBatchTokens + lane;
+      const auto G = hn::LoadU(d, b.p + at), t = hn::LoadU(d, b.t + at);
+      const auto ownRel = hn::IfThenElseZero(hn::Gt(G, zero), hn::Add(expRel, hn::Mul(t, tRound)));
+      const auto rel =
+          hn::Add(hn::Add(ownRel, hn::Mul(hn::Set(d, 2.0), sumRel)), hn::Set(d, 0x1p-50));
+      const auto err = hn::Add(hn::Mul(G, rel), hn::Set(d, 2 * kExpAbs));
+      const auto lo = hn::Max(hn::Sub(G, err), zero), hi = hn::Add(G, err);
+      const auto g = hn::PromoteTo(d, hn::LoadU(df, b.g + at));
+      const auto devHi = hn::Max(hn::Abs(hn::Sub(g, lo)), hn::Abs(hn::Sub(g, hi)));
+      auto budget = hn::Mul(hn::Set(d, b.gateUlp), Ulp32Vec(d, lo));
+      if (b.analyticFloor) {
+        // verdict.hpp's gateFloor(lo, shiftE, weighted, n, E, c), term by term.
+        auto f = hn::Add(hn::Add(hn::LoadU(d, b.shift + at), weighted), hn::Set(d, 2.0 * b.n));
+        f = hn::Add(hn::Add(f, hn::Set(d, 4 * c)), hn::Set(d, 8.0));
+        const auto relative =
+            hn::IfThenElseZero(hn::Gt(lo, zero), hn::Mul(hn::Mul(f, hn::Set(d, kU32)), lo));
+        budget = hn::Add(budget, hn::Add(relative, floorConst));
+      }
+      within = hn::And(within, hn::Le(devHi, hn::Mul(budget, safety)));
+    }
+    HWY_ALIGN double flags[HWY_MAX_BYTES / sizeof(double)];
+    hn::Store(hn::IfThenElseZero(within, hn::Set(d, 1.0)), d, flags);
+    for (size_t i = 0; i < L; ++i) {
+      if (flags[i] == 0) b.ok[lane + i] = 0;
+    }
+  }
+}
+
+// prepareBatch (first_level_simd.hpp): the per-token checks of decideToken's moe_route_v1
+// path with the tokens across the lanes (gathers from the token-major rows).
+void PrepareBatchImpl(const TokenBlock& in, const GateBatch& b) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<float, decltype(d)> df;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
+  const size_t L = hn::Lanes(d);
+  const int32_t E = b.experts, n = b.n;
+  HWY_ALIGN float row[kBatchExperts * kMaxLanes], kept[kBatchExperts * kMaxLanes];
+  HWY_ALIGN int32_t id[kBatchExperts * kMaxLanes];
+  HWY_ALIGN float flags[kMaxLanes];
+  const auto oneI = hn::Set(di, 1);
+  for (int32_t base = 0; base < in.count; base += static_cast<int32_t>(L)) {
+    const auto lane = hn::Iota(di, 0);
+    const auto valid = hn::Lt(lane, hn::Set(di, in.count - base));
+    const auto tok = hn::IfThenElseZero(valid, lane);
+    const auto rowAt = hn::Mul(tok, hn::Set(di, E)), slotAt = hn::Mul(tok, hn::Set(di, n));
+    const float* x = in.x + static_cast<size_t>(base) * static_cast<size_t>(E);
+    const int32_t* ids = in.ids + static_cast<size_t>(base) * static_cast<size_t>(n);
+    const float* gates = in.gates + static_cast<size_t>(base) * static_cast<size_t>(n);
+    auto ok = hn::RebindMask(df, valid);
+    // The block's rows transposed by plain copies (cheaper than a gather a logit).
+    const int32_t lanes = std::min(static_cast<int32_t>(L), in.count - base);
+    for (int32_t i = 0; i < static_cast<int32_t>(L); ++i) {
+      const float* xi = x + static_cast<size_t>(i < lanes ? i : 0) * static_cast<size_t>(E);
+      for (int32_t j = 0; j < E; ++j)
+        row[static_cast<size_t>(j) * L + static_cast<size_t>(i)] = xi[j];
+    }
+    auto m = hn::Load(df, row);
+    for (int32_t j = 0; j < E; ++j) {
+      const auto v = hn::Load(df, row + static_cast<size_t>(j) * L);
+      ok = hn::And(ok, hn::Le(hn::Abs(v), hn::Set(df, std::numeric_limits<float>::max())));
+      m = hn::IfThenElse(hn::Lt(m, v), v, m);
+    }
+    auto seen = hn::Zero(di);
+    for (int32_t s = 0; s < n; ++s) {
+      const auto v = hn::GatherIndex(di, ids + s, slotAt);
+      const auto inRange = hn::And(hn::Gt(v, hn::Set(di, -1)), hn::Lt(v, hn::Set(di, E)));
+      const auto idc = hn::IfThenElseZero(inRange, v);
+      const auto bit = hn::Shl(oneI, idc);
+      const auto fresh = hn::Eq(hn::And(seen, bit), hn::Zero(di));
+      seen = hn::Or(seen, bit);
+      ok = hn::And(ok, hn::RebindMask(df, hn::And(inRange, fresh)));
+      const auto g = hn::GatherIndex(df, gates + s, slotAt);
+      ok = hn::And(ok, hn::And(hn::Le(hn::Abs(g), hn::Set(df, std::numeric_limits<float>::max())),
+                               hn::Ge(g, hn::Zero(df))));
+      hn::Store(idc, di, id + static_cast<size_t>(s) * L);
+      hn::Store(hn::GatherIndex(df, x, hn::Add(rowAt, idc)), df, kept + static_cast<size_t>(s) * L);
+      hn::StoreU(g, df, b.g + static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base));
+    }
+    // The worst of the kept set: the one every other kept expert beats.
+    auto wx = hn::Load(df, kept), mS = wx;
+    auto wi = hn::Load(di, id);
+    for (int32_t s = 1; s < n; ++s) {
+      const auto v = hn::Load(df, kept + static_cast<size_t>(s) * L);
+      const auto i = hn::Load(di, id + static_cast<size_t>(s) * L);
+      const auto worse =
+          hn::Or(hn::Gt(wx, v), hn::And(hn::Eq(wx, v), hn::RebindMask(df, hn::Lt(wi, i))));
+      wx = hn::IfThenElse(worse, v, wx);
+      wi = hn::IfThenElse(hn::RebindMask(di, worse), i, wi);
+      mS = hn::IfThenElse(hn::Lt(mS, v), v, mS);
+    }
+    auto beating = hn::Zero(di);
+    for (int32_t j = 0; j < E; ++j) {
+      const auto v = hn::Load(df, row + static_cast<size_t>(j) * L);
+      const auto beats = hn::Or(
+          hn::Gt(v, wx), hn::And(hn::Eq(v, wx), hn::RebindMask(df, hn::Lt(hn::Set(di, j), wi))));
+      beating = hn::Add(beating, hn::IfThenElseZero(hn::RebindMask(di, beats), oneI));
+    }
+    ok = hn::And(ok, hn::RebindMask(df, hn::Eq(beating, hn::Set(di, n - 1))));
+    if (in.rank) {
+      for (int32_t s = 0; s + 1 < n; ++s) {
+        const auto a = hn::Load(df, kept + static_cast<size_t>(s) * L);
+        const auto c = hn::Load(df, kept + static_cast<size_t>(s + 1) * L);
+        const auto ia = hn::Load(di, id + static_cast<size_t>(s) * L);
+        const auto ic = hn::Load(di, id + static_cast<size_t>(s + 1) * L);
+        ok = hn::And(
+            ok, hn::Or(hn::Gt(a, c), hn::And(hn::Eq(a, c), hn::RebindMask(df, hn::Lt(ia, ic)))));
+      }
+    }
+    const auto okF = hn::IfThenElseZero(ok, hn::Set(df, 1.0f));
+    const auto okD = hn::Gt(hn::PromoteTo(d, okF), hn::Zero(d));
+    const auto mD = hn::PromoteTo(d, m), mSD = hn::PromoteTo(d, mS);
+    for (int32_t s = 0; s < n; ++s) {
+      const size_t at = static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base);
+      const auto xe = hn::PromoteTo(d, hn::Load(df, kept + static_cast<size_t>(s) * L));
+      hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mSD, xe)), d, b.t + at);
+      hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mD, xe)), d, b.shift + at);
+      hn::StoreU(hn::IfThenElseZero(ok, hn::LoadU(df, b.g + at)), df, b.g + at);
+    }
+    hn::Store(okF, df, flags);
+    for (size_t i = 0; i < L && base + static_cast<int32_t>(i) < in.count; ++i) {
+      b.ok[static_cast<size_t>(base) + i] = flags[i] != 0 ? 1 : 0;
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace moe::fuzz::first
 HWY_AFTER_NAMESPACE();
@@ -317,6 +498,8 @@ HWY_EXPORT(CountNotBelowImpl);
 HWY_EXPORT(GroupTopImpl);
 HWY_EXPORT(SigmoidScoresImpl);
 HWY_EXPORT(KeyBandsImpl);
+HWY_EXPORT(GatesWithinBatchImpl);
+HWY_EXPORT(PrepareBatchImpl);
 
 RowScan scanRow(std::span<const float> x) {
   if (x.empty()) return {};
@@ -356,6 +539,14 @@ void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<doub
 void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,
               std::span<double> beta) {
   HWY_DYNAMIC_DISPATCH(KeyBandsImpl)(in, c.data(), radius.data(), beta.data());
+}
+
+void gatesWithinBatch(const GateBatch& b) {
+  HWY_DYNAMIC_DISPATCH(GatesWithinBatchImpl)(b);
+}
+
+void prepareBatch(const TokenBlock& in, const GateBatch& b) {
+  HWY_DYNAMIC_DISPATCH(PrepareBatchImpl)(in, b);
 }
 
 }  // namespace moe::fuzz::first

@@ -79,6 +79,27 @@ bool judgeOne(const Case& c, int32_t t, const Family* family, std::span<const in
   return violating;
 }
 
+// Tokens [begin, end) of the case, in order, up to the first violation (true): at a small
+// v1 row the batched first level first, then judgeOne for the tokens it left.
+bool judgeRange(const Case& c, int32_t begin, int32_t end, const Family* family,
+                std::span<const int32_t> ids, std::span<const float> gates,
+                const Contract& contract, const VerdictConfig& config, LevelCounters& levels,
+                TokenVerdicts& out) {
+  thread_local std::vector<uint8_t> decided;
+  const bool batch = config.firstLevel && !family && c.experts <= first::kBatchExperts;
+  decided.assign(batch ? static_cast<size_t>(end - begin) : 0, 0);
+  if (batch) first::decideTokensBatch(c, begin, end, ids, gates, contract, config, decided);
+  for (int32_t t = begin; t < end; ++t) {
+    if (batch && decided[static_cast<size_t>(t - begin)]) {
+      ++levels.firstLevel;
+      out.pushExact();
+      continue;
+    }
+    if (judgeOne(c, t, family, ids, gates, contract, config, levels, out)) return true;
+  }
+  return false;
+}
+
 void addLevels(LevelCounters& to, const LevelCounters& from) {
   to.firstLevel += from.firstLevel;
   to.selectionFloat += from.selectionFloat;
@@ -109,11 +130,8 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
   if (config.jobs <= 1) {
     // One thread: straight into the result, up to the first violation.
     r.tokens.reserve(static_cast<size_t>(c.tokens));
-    for (int32_t t = 0; t < c.tokens; ++t) {
-      if (judgeOne(c, t, family, ids, gates, contract, config, levels, r.tokens)) {
-        r.violation = r.tokens.back();
-        break;
-      }
+    if (judgeRange(c, 0, c.tokens, family, ids, gates, contract, config, levels, r.tokens)) {
+      r.violation = r.tokens.back();
     }
     return r;
   }
@@ -130,13 +148,11 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
     const auto begin = static_cast<int32_t>(ch) * kChunkTokens;
     const int32_t end = std::min(c.tokens, begin + kChunkTokens);
     try {
-      for (int32_t t = begin; t < end; ++t) {
-        if (judgeOne(c, t, family, ids, gates, contract, config, counted[ch], judged[ch])) {
-          violating[ch] = 1;
-          size_t seen = firstViolating.load();
-          while (ch < seen && !firstViolating.compare_exchange_weak(seen, ch)) {
-          }
-          break;
+      if (judgeRange(c, begin, end, family, ids, gates, contract, config, counted[ch],
+                     judged[ch])) {
+        violating[ch] = 1;
+        size_t seen = firstViolating.load();
+        while (ch < seen && !firstViolating.compare_exchange_weak(seen, ch)) {
         }
       }
     } catch (...) {

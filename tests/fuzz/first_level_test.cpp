@@ -230,6 +230,65 @@ TEST(FirstLevel, SameVerdictsAsTheLadderOnV1) {
   EXPECT_GT(tally.acceptable, 1000u);
 }
 
+// The batched first level at small rows decides exactly the tokens of finite rows that
+// decideToken decides `exact` (the same checks and bounds, a lane per token), and the verdicts
+// through judgeRecorded (which takes the batch first there) are the ladder's.
+TEST(FirstLevel, BatchDecidesAsTheTokenLevel) {
+  registerBrokenRouters();
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(makeSpec32Router(false));
+  for (const std::string& name : builtinRouterNames()) {
+    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name));
+  }
+  int bugs = 0;
+  const BugInfo* info = brokenRouterBugs(&bugs);
+  for (int b = 0; b < bugs; ++b) {
+    routers.push_back(openRouter("broken-" + std::string(info[b].name)));
+  }
+  ShapeSpace shapes;
+  shapes.experts = IntSet::range(1, first::kBatchExperts);
+  shapes.tokens = IntSet::range(1, 150);
+  shapes.tokensGiven = true;
+  Tally tally;
+  uint64_t seed = test::testSeed() + 2000, batchTokens = 0, batchDecided = 0;
+  VerdictConfig config;
+  std::vector<uint8_t> decided;
+  for (const auto& r : routers) {
+    SeededSource source(seed);
+    std::mt19937_64 rng(seed++);
+    for (int i = 0; i < 1500; ++i) {
+      const Case c = routerCase(source, r->contract(), shapes);
+      RouteOutput out = r->route(c.tokens, c.experts, c.k, c.logits, c.threads, nullptr);
+      if (out.fault || out.abstained) continue;
+      for (int p = 0; p < 4; ++p) perturb(out, c, rng);
+      decided.assign(static_cast<size_t>(c.tokens), 0);
+      first::decideTokensBatch(c, 0, c.tokens, out.ids, out.gates, r->contract(), config, decided);
+      const size_t k = static_cast<size_t>(c.k);
+      for (int32_t t = 0; t < c.tokens; ++t) {
+        const first::Decided one =
+            first::decideToken(c.row(t), c.k, std::span(out.ids).subspan(t * k, k),
+                               std::span(out.gates).subspan(t * k, k), r->contract(), config);
+        // Rows with an infinite logit, k = 0 and k > E are left to decideToken; the rest the same.
+        bool finite = true;
+        for (float v : c.row(t)) finite = finite && std::isfinite(v);
+        const bool batch = decided[static_cast<size_t>(t)] != 0;
+        ASSERT_EQ(batch, finite && c.k >= 1 && c.k <= c.experts && one == first::Decided::kExact)
+            << r->name() << " E " << c.experts << " k " << c.k << " token " << t;
+        batchDecided += decided[static_cast<size_t>(t)];
+      }
+      batchTokens += static_cast<uint64_t>(c.tokens);
+      judgeBothWays(c, out, r->contract(), r->name(), tally);
+      if (HasFatalFailure()) return;
+    }
+  }
+  report("v1 small rows", tally);
+  std::printf("batch: %llu of %llu tokens decided\n", static_cast<unsigned long long>(batchDecided),
+              static_cast<unsigned long long>(batchTokens));
+  EXPECT_GT(batchDecided, batchTokens / 4);
+  EXPECT_LT(batchDecided, batchTokens);
+  EXPECT_GT(tally.violations, 1000u);
+}
+
 TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
   std::vector<std::unique_ptr<Router>> routers;
   routers.push_back(makeSpec32Router(true));

@@ -36,6 +36,15 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
                           std::span<const int32_t> ids, std::span<const float> gates,
                           const Contract& contract, const VerdictConfig& config);
 
+// moe_route_v1 at a small row (E <= kBatchExperts, 1 <= k <= E): tokens [begin, end) of the
+// case at once, the gates' exps and budgets one vector lane per token (first_level_batch.cpp).
+// decided[t - begin] is 1 for each token it finds `exact` as decideToken does (the same
+// checks and bounds), else 0: decideToken and the ladder judge those as before.
+inline constexpr int32_t kBatchExperts = 32;
+void decideTokensBatch(const Case& c, int32_t begin, int32_t end, std::span<const int32_t> ids,
+                       std::span<const float> gates, const Contract& contract,
+                       const VerdictConfig& config, std::span<uint8_t> decided);
+
 // The family's scores of a row in binary64 (sigmoid, or softmax over the row) with their
 // rigorous error bounds: |s[i] - exact score i| <= serr[i] (docs/fuzz.md derives them).
 void familyScores(std::span<const float> x, const Family& f, std::vector<double>& s,

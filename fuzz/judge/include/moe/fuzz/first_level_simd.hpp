@@ -65,4 +65,37 @@ struct KeyRow {
 void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,
               std::span<double> beta);
 
+// The gates of a block of moe_route_v1 tokens, one vector lane per token (the batched first
+// level, first_level_batch.cpp): token `lane`'s kept set has n slots; for slot s,
+// t[s * kBatchTokens + lane] = mS - x_e (mS the kept set's largest logit), shift[...] =
+// m - x_e (m the row's largest) and g[...] its gate. ok[lane] is set to 0 where some gate
+// is not within its budget by decideToken's bound (first_level_token.cpp's gatesWithin, the
+// same operations in the same order), else left as it is. p is scratch of n kBatchTokens.
+inline constexpr int32_t kBatchTokens = 64;
+struct GateBatch {
+  int32_t n, experts;
+  double *t, *shift;  // written by prepareBatch, read by gatesWithinBatch
+  float* g;
+  double expUlp, gateUlp;
+  bool analyticFloor;
+  double* p;
+  uint8_t* ok;
+};
+void gatesWithinBatch(const GateBatch& b);
+
+// The checks before the gates for `count` <= kBatchTokens consecutive tokens of a case (x:
+// their logits, E a row; ids and gates: n slots a token, 1 <= n <= E <= kBatchExperts),
+// one vector lane per token: ok[lane] = 1 where the row is finite, every slot holds a
+// distinct id in range with a finite gate >= 0, n - 1 experts beat the kept set's worst
+// member, and (rank) each slot beats the next; those lanes of b's t, shift and g are
+// filled, the others zeroed (first_level_batch.cpp says why these decide as decideToken).
+struct TokenBlock {
+  const float* x;
+  const int32_t* ids;
+  const float* gates;
+  int32_t count;
+  bool rank;
+};
+void prepareBatch(const TokenBlock& in, const GateBatch& b);
+
 }  // namespace moe::fuzz::first

@@ -1,0 +1,67 @@
+// The first level for moe_route_v1 batched over the tokens of a case (first_level.hpp's
+// decideTokensBatch): at a small row a token's work is a few comparisons and the exps and
+// budgets of its gates, too little to fill a vector, so a block of tokens runs one vector
+// lane per token (first_level_simd's prepareBatch, then gatesWithinBatch). A token is decided here
+// only when decideToken would decide it `exact` by the same checks: a finite row, every slot filled
+// with a distinct id and a finite gate >= 0, the kept set the spec's (n - 1 experts beat its worst
+// member), the slots in rank order where the contract asks, and every gate within its
+// budget. Anything else (a non-finite logit, an empty slot, k > E) is left to decideToken.
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "moe/fuzz/first_level.hpp"
+#include "moe/fuzz/first_level_simd.hpp"
+
+namespace moe::fuzz::first {
+
+namespace {
+
+// A block's lanes, slot-major: [slot * kBatchTokens + lane].
+struct Lanes {
+  std::vector<double> t, shift, p;
+  std::vector<float> g;
+  std::array<uint8_t, kBatchTokens> ok{};
+};
+
+}  // namespace
+
+void decideTokensBatch(const Case& c, int32_t begin, int32_t end, std::span<const int32_t> ids,
+                       std::span<const float> gates, const Contract& contract,
+                       const VerdictConfig& config, std::span<uint8_t> decided) {
+  std::fill(decided.begin(), decided.end(), uint8_t{0});
+  const int32_t E = c.experts, n = c.k;
+  if (E > kBatchExperts || n < 1 || n > E) return;
+  const bool rank = contract.slotOrder == SlotOrder::kRank;
+  thread_local Lanes b;
+  const size_t slots = static_cast<size_t>(n) * kBatchTokens;
+  b.t.resize(slots);
+  b.shift.resize(slots);
+  b.p.resize(slots);
+  b.g.resize(slots);
+  const GateBatch batch{n,
+                        E,
+                        b.t.data(),
+                        b.shift.data(),
+                        b.g.data(),
+                        contract.expMaxUlp,
+                        config.gateUlp.value_or(contract.gateBudget.ulp),
+                        config.analyticFloor,
+                        b.p.data(),
+                        b.ok.data()};
+  for (int32_t first = begin; first < end; first += kBatchTokens) {
+    const int32_t count = std::min(kBatchTokens, end - first);
+    const size_t slot0 = static_cast<size_t>(first) * static_cast<size_t>(n);
+    prepareBatch({c.row(first).data(), ids.data() + slot0, gates.data() + slot0, count, rank},
+                 batch);
+    if (std::none_of(b.ok.begin(), b.ok.begin() + count, [](uint8_t v) { return v != 0; })) {
+      continue;
+    }
+    gatesWithinBatch(batch);
+    for (int32_t lane = 0; lane < count; ++lane) {
+      decided[static_cast<size_t>(first - begin + lane)] = b.ok[static_cast<size_t>(lane)];
+    }
+  }
+}
+
+}  // namespace moe::fuzz::first
