@@ -71,35 +71,138 @@ void keys(const Family& f, double cUlp, Row& r) {
   keyBands({r.t, r.s, r.serr, f.bias, f.score, cUlp}, r.c, r.radius, r.beta);
 }
 
+uint64_t formOf(float x, float b) {
+  auto bits = [](float v) { return bitsOf(v == 0.0f ? 0.0f : v); };
+  return (uint64_t{bits(x)} << 32) | bits(b);
+}
+
+// A key's value in binary64, as both levels compute it, named by its inputs: the form
+// (logit and bias), except for sigmoid scores of logits >= 37.5, where exp(-x) < 2^-54 and
+// 1 + exp(-x) rounds to 1 in both (their exps are within a few ulps): s = 1 exactly and the
+// key is 1 + b rounded, whatever the logit.
+uint64_t keyId(std::span<const float> x, const Family& f, int32_t i) {
+  const float b = f.bias.empty() ? 0.0f : f.bias[i];
+  if (f.score == 1 && x[i] >= 37.5f) return formOf(37.5f, b);
+  return formOf(x[i], b);
+}
+
+// The key identities (keyId) that make group h's score, sorted, when every binary64
+// evaluation picks keys of those identities: the members at the best (and second) key
+// value of this level share one form each, every other member lies below them by more than
+// both radii, and with one best and several second keys the best is above them the same
+// way. Then two groups with the same identities have equal binary64 scores in both levels
+// (and, with the same forms, equal real scores). Empty when that cannot be said.
+std::vector<uint64_t> groupForms(std::span<const float> x, const Family& f, const Row& r, int32_t h,
+                                 int32_t size, bool top2, double best, double second) {
+  int32_t nBest = 0, nSecond = 0;
+  uint64_t fBest = 0, fSecond = 0;
+  double inLo = kInf, outHi = -kInf, bestLo = kInf, secondHi = -kInf;
+  for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+    const uint64_t form = keyId(x, f, i);
+    if (r.c[i] == best) {
+      if (nBest++ > 0 && form != fBest) return {};
+      fBest = form;
+      bestLo = std::min(bestLo, r.c[i] - r.radius[i]);
+    } else if (top2 && r.c[i] == second) {
+      if (nSecond++ > 0 && form != fSecond) return {};
+      fSecond = form;
+      secondHi = std::max(secondHi, r.c[i] + r.radius[i]);
+    } else {
+      outHi = std::max(outHi, r.c[i] + r.radius[i]);
+      continue;
+    }
+    inLo = std::min(inLo, r.c[i] - r.radius[i]);
+  }
+  if (nBest == 0 || !(outHi < inLo)) return {};
+  if (!top2) return {fBest};
+  if (nBest >= 2) return {fBest, fBest};
+  if (nSecond == 0 || (nSecond >= 2 && !(bestLo > secondHi))) return {};
+  return {std::min(fBest, fSecond), std::max(fBest, fSecond)};
+}
+
+// Group scores of a row with their radii (keptGroups): with gamma (lo, hi), without it
+// (tight), and a lower bound of the ladder's gamma.
+struct GroupBands {
+  std::span<const double> lo, hi, score, best, second, tight, gammaLow;
+};
+
+// The boundary between the topk_groups kept groups and the rest decided by exact ties: the
+// groups ordered by score, equal scores by index; every kept group q and left-out group h
+// either apart by more than both radii with gamma, or q < h with the same key forms (equal
+// real scores, equal binary64 scores in both levels) and the ladder's gammas wider than
+// both radii without them, so that neither can beat the other beyond the budget in any
+// band the ladder draws. Reorders `order` so that its first t are the kept groups.
+bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, const GroupBands& g,
+                       int32_t t, int32_t size, bool top2, std::vector<int32_t>& order) {
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return g.score[a] > g.score[b] || (g.score[a] == g.score[b] && a < b);
+  });
+  const auto G = static_cast<int32_t>(order.size());
+  thread_local std::vector<std::vector<uint64_t>> forms;
+  thread_local std::vector<uint8_t> known;
+  forms.resize(static_cast<size_t>(G));
+  known.assign(static_cast<size_t>(G), 0);
+  auto formsOf = [&](int32_t h) -> const std::vector<uint64_t>& {
+    if (!known[h]) {
+      forms[h] = groupForms(x, f, r, h, size, top2, g.best[h], g.second[h]);
+      known[h] = 1;
+    }
+    return forms[h];
+  };
+  for (int32_t a = 0; a < t; ++a) {
+    const int32_t q = order[a];
+    for (int32_t b = t; b < G; ++b) {
+      const int32_t h = order[b];
+      if (g.lo[q] > g.hi[h]) continue;
+      if (!(g.score[q] == g.score[h] && q < h)) return false;
+      if (!(g.gammaLow[q] + g.gammaLow[h] > g.tight[q] + g.tight[h])) return false;
+      const auto& fq = formsOf(q);
+      if (fq.empty() || fq != formsOf(h)) return false;
+    }
+  }
+  return true;
+}
+
 // The groups the spec keeps whatever the rounding: the topk_groups best by this level's
 // group scores, apart from every other group by more than both groups' radii (the radius of
-// a group score: its error here, twice the ladder's, and its binary32 budget gamma). False
-// when no such gap exists or the router keeps an expert outside them; else `eligible` marks
-// the experts of the kept groups.
-bool keptGroups(const Family& f, const Row& r, std::span<const int32_t> S,
+// a group score: its error here, twice the ladder's, and its binary32 budget gamma), or, at
+// the boundary, tied exactly with a group of higher index that is left out (the same forms:
+// the spec keeps the lower index, and both levels see the two scores equal). False when
+// neither holds or the router keeps an expert outside them; else `eligible` marks the
+// experts of the kept groups.
+bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
                 std::vector<uint8_t>& eligible) {
   const auto E = static_cast<int32_t>(r.c.size());
   const int32_t G = f.groups, size = E / G;
   eligible.assign(static_cast<size_t>(E), 1);
   if (G <= 1 || f.topkGroups >= G) return true;
   const bool top2 = f.groupScore == 1 && size >= 2;
-  thread_local std::vector<double> lo, hi;
+  const double m = top2 ? 2.0 : 1.0;
+  thread_local std::vector<double> lo, hi, score, best, second, tight, gammaLow;
   thread_local std::vector<int32_t> order;
-  lo.resize(static_cast<size_t>(G));
-  hi.resize(static_cast<size_t>(G));
+  for (auto* v : {&lo, &hi, &score, &best, &second, &tight, &gammaLow}) {
+    v->resize(static_cast<size_t>(G));
+  }
   order.resize(static_cast<size_t>(G));
   for (int32_t h = 0; h < G; ++h) {
     const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
     const GroupTop top = groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n),
                                   std::span(r.beta).subspan(at, n));
-    const double best = top.best, second = top.second, radius = top.radius, beta = top.beta;
-    const double score = top2 ? best + second : best;
-    const double m = top2 ? 2.0 : 1.0;
+    const double radius = top.radius, beta = top.beta;
+    score[h] = top2 ? top.best + top.second : top.best;
+    best[h] = top.best;
+    second[h] = top.second;
     double gamma = m * beta;
-    if (top2) gamma += kU32 * (std::fabs(score) + m * radius) + kTiny32;
-    const double rad = (m * radius + gamma + std::fabs(score) * 0x1p-48) * (1 + 0x1p-20);
-    lo[h] = score - rad;
-    hi[h] = score + rad;
+    if (top2) gamma += kU32 * (std::fabs(score[h]) + m * radius) + kTiny32;
+    const double rad = (m * radius + gamma + std::fabs(score[h]) * 0x1p-48) * (1 + 0x1p-20);
+    lo[h] = score[h] - rad;
+    hi[h] = score[h] + rad;
+    // Without gamma: this level's error and twice the ladder's. The ladder's gamma is at
+    // least u |score| (each key's budget is at least u |c|: u p, u s or u |s + b|, and a
+    // top-2 sum takes the two largest budgets of the group) and 2^-148; half of it is
+    // taken, which covers its own roundings and the keys' distance to this level's.
+    tight[h] = (m * radius + std::fabs(score[h]) * 0x1p-48) * (1 + 0x1p-20);
+    gammaLow[h] = 0.5 * kU32 * std::max(std::fabs(score[h]) - m * radius, 0.0) + kTiny32;
     order[h] = h;
   }
   const int32_t t = f.topkGroups;
@@ -114,7 +217,10 @@ bool keptGroups(const Family& f, const Row& r, std::span<const int32_t> S,
       restHi = std::max(restHi, hi[h]);
     }
   }
-  if (!(keptLo > restHi)) return false;
+  if (!(keptLo > restHi) &&
+      !tiedAtTheBoundary(x, f, r, {lo, hi, score, best, second, tight, gammaLow}, t, size, top2,
+                         order))
+    return false;
   for (int32_t q = t; q < G; ++q) {
     const int32_t h = order[q];
     std::fill(eligible.begin() + h * size, eligible.begin() + (h + 1) * size, 0);
@@ -125,13 +231,43 @@ bool keptGroups(const Family& f, const Row& r, std::span<const int32_t> S,
   return true;
 }
 
-uint64_t formOf(float x, float b) {
-  auto bits = [](float v) { return bitsOf(v == 0.0f ? 0.0f : v); };
-  return (uint64_t{bits(x)} << 32) | bits(b);
+// A lower bound of the ladder's lower budget end betaLo of key i: every key budget is at
+// least u |c| (u p, 4u s, or u |s + b| with a bias) and 2^-148; half of it is taken, which
+// covers its error term, its roundings and the key's distance to this level's.
+double betaLow(const Row& r, int32_t i) {
+  return 0.5 * kU32 * std::max(std::fabs(r.c[i]) - r.radius[i], 0.0) + kTiny32;
 }
 
-// Kept keys above every eligible displaced key by more than both radii; with rank order,
-// each slot's key above the next one's the same way (or exactly equal keys in index order).
+// Keys i and j with the same binary64 value in both levels (keyId) that the ladder cannot
+// tell apart beyond the budget: its bands around them overlap by more than their widths.
+bool equalWithinBudget(std::span<const float> x, const Family& f, const Row& r, int32_t i,
+                       int32_t j) {
+  return keyId(x, f, i) == keyId(x, f, j) &&
+         betaLow(r, i) + betaLow(r, j) > r.radius[i] + r.radius[j];
+}
+
+// An eligible displaced key j not below the kept ones by both radii: decided all the same
+// when every kept key is either above it by both radii or has its binary64 value (keyId)
+// with a different form, or the same form and a lower index (the ladder's exact tie goes
+// to the lower index), the two within each other's budget: the ladder finds it neither
+// above a kept key nor beyond a budget.
+bool displacedHeld(std::span<const float> x, const Family& f, const Row& r,
+                   std::span<const int32_t> S, int32_t j) {
+  const bool bias = !f.bias.empty();
+  for (int32_t i : S) {
+    if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
+    if (!equalWithinBudget(x, f, r, i, j)) return false;
+    const bool sameForm =
+        formOf(x[i], bias ? f.bias[i] : 0.0f) == formOf(x[j], bias ? f.bias[j] : 0.0f);
+    if (sameForm && !(i < j)) return false;
+  }
+  return true;
+}
+
+// Kept keys above every eligible displaced key by more than both radii (or held as
+// displacedHeld says); with rank order, each slot's key above the next one's the same way
+// (or exactly equal keys in index order, or equal binary64 keys of different forms within
+// each other's budget).
 bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
                const std::vector<uint8_t>& eligible, bool rankOrder) {
   double keptLo = kInf;
@@ -139,7 +275,8 @@ bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::spa
   const auto E = static_cast<int32_t>(x.size());
   const int32_t groups = f.groups, size = E / groups;
   // Every kept key is not below keptLo; so the eligible ones not below it (the kept groups,
-  // each a run of experts, counted by a vector scan) must be the kept ones alone.
+  // each a run of experts, counted by a vector scan) must be the kept ones alone, or each
+  // other one held.
   size_t notBelow = 0;
   for (int32_t h = 0; h < groups; ++h) {
     if (!eligible[h * size]) continue;
@@ -147,7 +284,15 @@ bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::spa
     notBelow +=
         countNotBelow(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n), keptLo);
   }
-  if (notBelow != S.size()) return false;
+  if (notBelow != S.size()) {
+    thread_local std::vector<uint8_t> kept;
+    kept.assign(static_cast<size_t>(E), 0);
+    for (int32_t i : S) kept[i] = 1;
+    for (int32_t j = 0; j < E; ++j) {
+      if (!eligible[j] || kept[j] || r.c[j] + r.radius[j] < keptLo) continue;
+      if (!displacedHeld(x, f, r, S, j)) return false;
+    }
+  }
   if (!rankOrder) return true;
   const bool bias = !f.bias.empty();
   for (size_t s = 0; s + 1 < S.size(); ++s) {
@@ -156,7 +301,8 @@ bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::spa
       if (j < i) return false;
       continue;
     }
-    if (!(r.c[i] - r.radius[i] > r.c[j] + r.radius[j])) return false;
+    if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
+    if (!equalWithinBudget(x, f, r, i, j)) return false;
   }
   return true;
 }
@@ -274,7 +420,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   for (int32_t e : S) keptMax = std::max(keptMax, r.s[e] - r.serr[e]);
   if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return Decided::kNo;
   keys(f, contract.expMaxUlp, r);
-  if (!keptGroups(f, r, S, eligible)) return Decided::kNo;
+  if (!keptGroups(x, f, r, S, eligible)) return Decided::kNo;
   if (!keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank)) {
     return Decided::kNo;
   }
