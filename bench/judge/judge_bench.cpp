@@ -4,7 +4,8 @@
 // model's, the "_gauss" rows), routed once by the best router this CPU has (avx512, else avx2,
 // else scalar; logits mode), then judged by fuzz::judgeRecorded on one core and with
 // --jobs 2. Rows: E = 64 k = 8, E = 256 k = 8, E = 8 k = 2 (moe_route_v1) and DeepSeek-V3's
-// family (moe_route_v2: sigmoid, bias, 8 groups, top 4 by top-2 sum, E = 256, k = 8).
+// family (moe_route_v2: sigmoid, bias, 8 groups, top 4 by top-2 sum, E = 256, k = 8), and
+// that family again on the draw's whole mix of rows (deepseek_v3_mix, 256 cases of 64 tokens).
 // Counters: tokens_per_s (per CPU-second of the benchmark's thread on one core, so that a
 // loaded machine does not blur the ratio; per wall-clock second with --jobs 2), and
 // first_level (the share of tokens the first level decided).
@@ -40,11 +41,16 @@ struct Row {
   int32_t experts, k;
   const char* recipe;  // moe_route_v2's model recipe, or nullptr for moe_route_v1
   bool gaussian;       // logits N(0, 2) as a model's (bench_routers' rows), else the fuzzer's draw
+  int32_t tokens = kTokens, cases = kCases;  // the same 16,384 tokens, in fewer or more cases
 };
 
+// deepseek_v3_mix: the fuzzer's draw in 256 cases of 64 tokens, so that its kinds of row
+// (planted ties of keys and groups, saturated scores, model-like rows) are all there in
+// their shares, where 4 cases of 4,096 tokens hold 4 kinds.
 constexpr Row kRows[] = {{"E64_k8", 64, 8, nullptr, false},
                          {"E256_k8", 256, 8, nullptr, false},
                          {"deepseek_v3", 256, 8, "deepseek-v3", false},
+                         {"deepseek_v3_mix", 256, 8, "deepseek-v3", false, 64, 256},
                          {"E8_k2", 8, 2, nullptr, false},
                          {"E64_k8_gauss", 64, 8, nullptr, true},
                          {"E256_k8_gauss", 256, 8, nullptr, true},
@@ -78,11 +84,11 @@ const Prepared& prepared(const Row& row) {
   fuzz::ShapeSpace shapes;
   shapes.experts = fuzz::IntSet::ofValues({row.experts});
   shapes.k = fuzz::IntSet::ofValues({row.k});
-  shapes.tokens = fuzz::IntSet::ofValues({kTokens});
+  shapes.tokens = fuzz::IntSet::ofValues({row.tokens});
   shapes.tokensGiven = true;
   fuzz::SeededSource source(20261206);
   std::mt19937 rng(20261206);
-  while (static_cast<int>(p.cases.size()) < kCases) {
+  while (static_cast<int>(p.cases.size()) < row.cases) {
     Case c = fuzz::routerCase(source, p.contract, shapes);
     if (c.family && !fuzz::familyInvalidReason(*c.family, c.experts).empty()) continue;
     c.threads = 1;
@@ -109,7 +115,7 @@ void tokensPerSecond(benchmark::State& state, uint64_t tokens) {
 void kernel(benchmark::State& state, const Row& row) {
   const Prepared& p = prepared(row);
   const moe::BuiltinRouter* r = moe::findRouter(bestRouterName());
-  std::vector<int32_t> ids(static_cast<size_t>(kTokens) * row.k);
+  std::vector<int32_t> ids(static_cast<size_t>(row.tokens) * row.k);
   std::vector<float> gates(ids.size());
   uint64_t tokens = 0;
   for (auto _ : state) {
@@ -165,8 +171,8 @@ class JudgeRatios final : public RatioReporter {
  public:
   JudgeRatios() : RatioReporter("tokens_per_s") {}
   void printRatios() const override {
-    std::printf("\nrouter: %s; T = %d, %d cases per row\n", bestRouterName().c_str(), kTokens,
-                kCases);
+    std::printf("\nrouter: %s; T = %d, %d cases per row (deepseek_v3_mix: T = 64, 256 cases)\n",
+                bestRouterName().c_str(), kTokens, kCases);
     std::printf("%-18s %14s %14s %14s %10s %10s %s\n", "row", "kernel tok/s", "judge 1 core",
                 "judge jobs 2", "1 core", "jobs 2", "target 1/10, one core");
     for (const Row& row : kRows) {
