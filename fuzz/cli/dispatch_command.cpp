@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <iostream>
 
 #include "moe/fuzz/router.hpp"
 
@@ -45,43 +44,6 @@ std::unique_ptr<Dispatcher> openDispatcherOrSay(const std::string& impl, const c
     std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
     return nullptr;
   }
-}
-
-int runDispatchFuzz(const DispatchFuzzArgs& a) {
-  std::unique_ptr<Dispatcher> d = openDispatcherOrSay(a.impl, "fuzz", a.door);
-  if (!d) return 2;
-  DispatchCampaignOptions o;
-  try {
-    o.draw.shapes =
-        dispatchShapesFor(d->contract().shapes, a.tokens, a.k, a.experts, a.block, a.capacity);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
-    return 2;
-  }
-  o.seconds = a.seconds;
-  o.seed = a.seed;
-  o.outDir = a.out;
-  o.keepGoing = a.keepGoing;
-  o.shrinkSeconds = a.shrinkSeconds;
-  o.minTokens = a.minTokens;
-  o.stop = a.door.stop;
-  std::fprintf(stderr, "moe-oracle fuzz %s (moe_dispatch_v1): seed %llu, %g s%s; contract %s\n",
-               d->name().c_str(), static_cast<unsigned long long>(o.seed), a.seconds,
-               a.keepGoing ? ", keep going" : "",
-               dispatchContractJSON(d->contract()).dump().c_str());
-  const DispatchSummary s = runDispatchCampaign(*d, o);
-  for (const auto& f : s.findings) std::fputs(f.report.c_str(), stderr);
-  std::fputs(dispatchSummaryText(s).c_str(), stderr);
-  if (a.json) {
-    std::cout << dispatchSummaryJSON(s).dump() << "\n";
-  } else {
-    for (const auto& f : s.findings) {
-      if (!f.reproducer.empty()) std::cout << "reproducer: " << f.reproducer << "\n";
-      std::cout << f.signature << "\n";
-    }
-  }
-  if (a.door.stop && *a.door.stop) return 128 + *a.door.stop;
-  return s.exitCode();
 }
 
 }  // namespace moe::fuzz

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <iostream>
 
 #include "moe/fuzz/router.hpp"
 
@@ -68,45 +67,6 @@ std::unique_ptr<LayerKernel> openLayerOrSay(const std::string& impl, const char*
     std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
     return nullptr;
   }
-}
-
-int runLayerFuzz(const LayerFuzzArgs& a) {
-  std::unique_ptr<LayerKernel> kernel = openLayerOrSay(a.impl, "fuzz", a.door);
-  if (!kernel) return 2;
-  LayerCampaignOptions o;
-  try {
-    o.draw = layerDrawFor(kernel->contract(), a.tokens, a.k, a.experts, a.hidden, a.intermediate);
-    if (!a.family.empty()) {
-      o.draw.familySet = familiesOfRecipes(a.family, "--family");
-      o.draw.families = true;
-    }
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
-    return 2;
-  }
-  o.seconds = a.seconds;
-  o.seed = a.seed;
-  o.outDir = a.out;
-  o.keepGoing = a.keepGoing;
-  o.shrinkSeconds = a.shrinkSeconds;
-  o.minTokens = a.minTokens;
-  o.stop = a.door.stop;
-  std::fprintf(stderr, "moe-oracle fuzz %s (moe_layer_v1): seed %llu, %g s%s; contract %s\n",
-               kernel->name().c_str(), static_cast<unsigned long long>(o.seed), a.seconds,
-               a.keepGoing ? ", keep going" : "", contractToJSON(kernel->contract()).c_str());
-  const LayerSummary s = runLayerCampaign(*kernel, o);
-  for (const auto& f : s.findings) std::fputs(f.report.c_str(), stderr);
-  std::fputs(layerSummaryText(s).c_str(), stderr);
-  if (a.json) {
-    std::cout << layerSummaryJSON(s).dump() << "\n";
-  } else {
-    for (const auto& f : s.findings) {
-      if (!f.reproducer.empty()) std::cout << "reproducer: " << f.reproducer << "\n";
-      std::cout << f.signature << "\n";
-    }
-  }
-  if (a.door.stop && *a.door.stop) return 128 + *a.door.stop;
-  return s.exitCode();
 }
 
 }  // namespace moe::fuzz

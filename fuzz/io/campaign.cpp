@@ -1,9 +1,7 @@
 #include "moe/fuzz/campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -213,7 +211,6 @@ int CampaignSummary::exitCode() const {
 }
 
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options) {
-  using Clock = std::chrono::steady_clock;
   CampaignSummary s;
   s.impl = router.name();
   s.seed = options.seed;
@@ -224,15 +221,9 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   Judge shrinkJudge(options.config);  // shrinking's runs are not coverage
   SeededSource source(options.seed);
   CallCost cost;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  while (elapsed() < options.seconds && (options.maxCases == 0 || s.cases < options.maxCases)) {
-    if (options.stop && *options.stop) {
-      s.interrupted = true;
-      break;
-    }
+  RunClock clock(options);
+  auto elapsed = [&] { return clock.elapsed(); };
+  while (clock.another(s.cases, &s.interrupted)) {
     // Not const: a violation shrinks it. A v2 router gets the family's cases.
     Case c = routerCase(source, contract, options.shapes);
     if (cost.fitted() && elapsed() + cost.predict(c.experts, c.k, c.tokens) > options.seconds) {
@@ -285,19 +276,13 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       addFinding(s, shrinkJudge, router, c, r, options);
       if (!options.keepGoing) break;
     }
-    if (options.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(
-            stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens, %.0f cases/s%s",
-            terminal ? "\r" : "", router.name().c_str(), elapsed(),
-            static_cast<unsigned long long>(s.cases), static_cast<unsigned long long>(s.tokens),
-            s.cases / elapsed(), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(
+          fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens, {:.0f} cases/s",
+                      router.name(), elapsed(), s.cases, s.tokens, s.cases / elapsed()));
     }
   }
-  if (options.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   s.levels = judge.levels();
   s.medianCallSeconds = cost.medianSeconds();

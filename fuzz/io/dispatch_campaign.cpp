@@ -1,9 +1,7 @@
 #include "moe/fuzz/dispatch_campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -231,23 +229,16 @@ void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, Dispatc
 }  // namespace
 
 DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignOptions& o) {
-  using Clock = std::chrono::steady_clock;
   DispatchSummary s;
   s.impl = d.name();
   s.seed = o.seed;
   s.minTokens = o.minTokens;
   s.contract = dispatchContractJSON(d.contract());
   std::mt19937_64 rng(o.seed);
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  RunClock clock(o);
+  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerSlot = 0;  // the kernel's own cost, to keep large cases inside the limit
-  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
-    if (o.stop && *o.stop) {
-      s.interrupted = true;
-      break;
-    }
+  while (clock.another(s.cases, &s.interrupted)) {
     DispatchDraw draw = o.draw;
     // A case of 2^24 slots only when the kernel's cost so far says it ends in time.
     draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed();
@@ -283,18 +274,12 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
       addFinding(s, d, c, out, v, o);
       if (!o.keepGoing) break;
     }
-    if (o.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu slots%s",
-                     terminal ? "\r" : "", d.name().c_str(), elapsed(),
-                     static_cast<unsigned long long>(s.cases),
-                     static_cast<unsigned long long>(s.slots), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} slots", d.name(),
+                                 elapsed(), s.cases, s.slots));
     }
   }
-  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   return s;
 }

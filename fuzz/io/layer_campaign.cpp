@@ -1,7 +1,6 @@
 #include "moe/fuzz/layer_campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -179,7 +178,7 @@ void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool ro
 }  // namespace
 
 LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& o) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;  // a case's own cost
   LayerSummary s;
   s.impl = kernel.name();
   s.seed = o.seed;
@@ -187,16 +186,10 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
   s.contract = contractJSON(kernel.contract());
   SeededSource src(o.seed);
   Judge judge;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  RunClock clock(o);
+  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerWork = 0;  // the judge's and kernel's cost so far, to keep cases in time
-  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
-    if (o.stop && *o.stop) {
-      s.interrupted = true;
-      break;
-    }
+  while (clock.another(s.cases, &s.interrupted)) {
     LayerDraw draw = o.draw;
     // A case may cost at most a tenth of the time left (never less than the smallest).
     if (secondsPerWork > 0) {
@@ -242,18 +235,12 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
       addFinding(s, kernel, c, routed, std::move(r), judge, o);
       if (!o.keepGoing) break;
     }
-    if (o.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens%s",
-                     terminal ? "\r" : "", kernel.name().c_str(), elapsed(),
-                     static_cast<unsigned long long>(s.cases),
-                     static_cast<unsigned long long>(s.tokens), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens", kernel.name(),
+                                 elapsed(), s.cases, s.tokens));
     }
   }
-  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   return s;
 }

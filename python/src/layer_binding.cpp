@@ -6,7 +6,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <cctype>
 #include <cstring>
 
 #include "bindings.hpp"
@@ -14,6 +13,7 @@
 #include "moe/fuzz/layer_campaign.hpp"
 #include "moe/fuzz/layer_draw.hpp"
 #include "moe/route_abi.h"
+#include "python_errors.hpp"
 
 namespace py = pybind11;
 
@@ -130,18 +130,6 @@ py::dict judgeLayer(const py::handle& x, const py::handle& logits, const py::han
   return answer;
 }
 
-std::string typeTag(const py::error_already_set& e) {
-  std::string tag = "Exception";
-  try {
-    tag = py::handle(e.type()).attr("__name__").cast<std::string>();
-  } catch (const std::exception&) {
-  }
-  for (char& ch : tag) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) ch = '_';
-  }
-  return tag;
-}
-
 // The Python function as a layer: call(x, logits, w13, w2, k, family_tuple, dtype) returns
 // (y, ids or None, gates or None); the Unsupported exception abstains; any other is a
 // finding of kind exception with its traceback; Ctrl-C ends the run.
@@ -192,9 +180,9 @@ struct PythonLayer {
         a.stopped = true;
         return a;
       }
-      a.fault = fuzz::RouteFault{fuzz::ViolationKind::kException,
-                                 fmt::format("the function raised {}: {}", typeTag(e), e.what()),
-                                 typeTag(e)};
+      a.fault = fuzz::RouteFault{
+          fuzz::ViolationKind::kException,
+          fmt::format("the function raised {}: {}", exceptionTag(e), e.what()), exceptionTag(e)};
       return a;
     } catch (const std::exception& e) {
       a.fault = fuzz::RouteFault{fuzz::ViolationKind::kException,
