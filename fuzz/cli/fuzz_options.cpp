@@ -92,7 +92,7 @@ CLI::Option* addFuzzOptions(CLI::App* cmd, FuzzRequest& request, FuzzWhere where
 
 int fuzzRun(const FuzzRequest& request, const std::string& header,
             const std::function<RunOutcome()>& run, const volatile std::sig_atomic_t* stop) {
-  if (const std::string why = outProblem(request.out); !why.empty()) {
+  if (const std::string why = outProblem(request.outDir); !why.empty()) {
     std::fprintf(stderr, "moe-oracle fuzz: --out %s\n", why.c_str());
     return 2;
   }

@@ -31,7 +31,7 @@ constexpr FuzzOption kOptions[] = {
      "time limit (default 10)"},
     {"--seed", "seed", &R::seed, kRun, FuzzCheck::kSeed, "None",
      "seed of the case stream, 0 to 2^64-1 (default: random, printed)", false, true},
-    {"--out", "out", &R::out, kRun, FuzzCheck::kNone, "None",
+    {"--out", "out", &R::outDir, kRun, FuzzCheck::kNone, "None",
      "where reproducers go (default ./moe-oracle-out)"},
     {"--json", "", &R::json, kCommand | kPythonMain, FuzzCheck::kNone, "",
      "print one JSON summary object on stdout"},
@@ -111,14 +111,8 @@ std::string spelled(FuzzDoor door, std::string_view flag, std::string_view keywo
 
 // The options every door's run shares.
 void fillRun(RunOptions& o, const FuzzRequest& r) {
-  o.seconds = r.seconds;
-  o.seed = r.seedGiven ? r.seed : std::random_device{}();
-  o.maxCases = r.maxCases;
-  o.outDir = r.out;
-  o.keepGoing = r.keepGoing;
-  o.shrinkSeconds = r.shrinkSeconds;
-  o.minTokens = r.minTokens;
-  o.progress = r.progress;
+  o = r;
+  if (!r.seedGiven) o.seed = std::random_device{}();
 }
 
 }  // namespace

@@ -14,17 +14,16 @@
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/dispatch_campaign.hpp"
 #include "moe/fuzz/layer_campaign.hpp"
+#include "moe/fuzz/run_loop.hpp"
 
 namespace moe::fuzz {
 
-struct FuzzRequest {
+// The run's own options (RunOptions: seconds, seed, outDir, ...) and what the doors make of
+// the rest.
+struct FuzzRequest : RunOptions {
   std::string impl;
-  std::string out = "moe-oracle-out";
-  double seconds = 10, shrinkSeconds = 10;
-  uint64_t seed = 0;
   bool seedGiven = false;  // else a random seed, printed
-  uint64_t minTokens = 1000, maxCases = 0;
-  bool json = false, keepGoing = false, progress = true;
+  bool json = false;
   std::string experts, k, tokens, family;
   std::string block, capacity;       // the dispatch door's
   std::string hidden, intermediate;  // the layer door's
