@@ -11,6 +11,7 @@
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router_case.hpp"
 #include "moe/fuzz/shrink.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 
 namespace moe::fuzz {
 
@@ -344,12 +345,8 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
         {"shrunk", v.shrunk()},
         {"drawn", {{"experts", v.drawnExperts}, {"k", v.drawnK}, {"tokens", v.drawnTokens}}}};
     if (!v.shapeClass.empty()) shape["degenerate"] = v.shapeClass;
-    j["violations"].push_back({{"signature", v.signature},
-                               {"kind", std::string(kindName(v.kind))},
-                               {"tag", v.tag},
-                               {"count", v.count},
-                               {"reproducer", v.reproducer},
-                               {"shape", shape}});
+    j["violations"].push_back(
+        findingJSON(v.signature, v.kind, v.tag, v.count, v.reproducer, std::move(shape)));
   }
   return j;
 }
@@ -416,10 +413,7 @@ std::string summaryText(const CampaignSummary& s) {
                        s.skippedTooSlow);
   }
   if (s.violations.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
+    out += insufficientCoverageLine(s.tokens, s.minTokens, s.abstained, s.cases);
     if (s.tokens < s.minTokens && s.medianCallSeconds > 0) {
       out += fmt::format(
           "the router's calls took {:.3g} s each (median): a longer --seconds "
@@ -427,7 +421,7 @@ std::string summaryText(const CampaignSummary& s) {
           s.medianCallSeconds);
     }
   }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  out += interruptedLine(s.interrupted);
   return out;
 }
 

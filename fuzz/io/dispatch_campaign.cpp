@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 #include "moe/oracle/dispatch.hpp"
 
 #ifndef MOE_ORACLE_VERSION
@@ -297,14 +298,11 @@ nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
   j["abstained"] = s.abstained;
   j["violation_cases"] = s.violationCases;
   j["contract"] = s.contract;
-  auto map = [](const std::map<std::string, uint64_t>& m) {
-    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
-  };
-  j["coverage"] = {{"slots", map(s.slotBands)},
-                   {"block", map(s.blocks)},
-                   {"capacity", map(s.capacity)},
+  j["coverage"] = {{"slots", countsJSON(s.slotBands)},
+                   {"block", countsJSON(s.blocks)},
+                   {"capacity", countsJSON(s.capacity)},
                    {"outside_domain", s.outsideDomain},
-                   {"abstain_reasons", map(s.abstainReasons)},
+                   {"abstain_reasons", countsJSON(s.abstainReasons)},
                    {"min_tokens", s.minTokens},
                    {"insufficient", s.insufficientCoverage()}};
   j["interrupted"] = s.interrupted;
@@ -317,30 +315,22 @@ nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
     };
     nlohmann::json sh = shape(f.smallest);
     sh["drawn"] = shape(f.drawn);
-    j["violations"].push_back({{"signature", f.signature},
-                               {"kind", std::string(kindName(f.kind))},
-                               {"tag", f.tag},
-                               {"count", f.count},
-                               {"reproducer", f.reproducer},
-                               {"shape", sh}});
+    j["violations"].push_back(
+        findingJSON(f.signature, f.kind, f.tag, f.count, f.reproducer, std::move(sh)));
   }
   return j;
 }
 
 std::string dispatchSummaryText(const DispatchSummary& s) {
-  auto bands = [](const std::map<std::string, uint64_t>& m) {
-    std::string out;
-    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
-    return out;
-  };
   std::string out = fmt::format(
       "moe-oracle fuzz {} (moe_dispatch_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
       "abstained, {} with a violation; {} outside the domain, their statuses judged)\n"
       "coverage (cases judged inside the domain; {} tokens, {} slots): slots{}; block{}; "
       "capacity{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.abstained, s.violationCases, s.outsideDomain,
-      s.tokens, s.slots, bands(s.slotBands), bands(s.blocks), bands(s.capacity));
-  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+      s.tokens, s.slots, countsText(s.slotBands), countsText(s.blocks), countsText(s.capacity));
+  if (s.abstained > 0)
+    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
   for (const auto& f : s.findings) {
     out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
                        kindName(f.kind), f.signature, f.count,
@@ -348,12 +338,9 @@ std::string dispatchSummaryText(const DispatchSummary& s) {
                        dispatchShapeText(f.smallest), dispatchShapeText(f.drawn));
   }
   if (s.findings.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
+    out += insufficientCoverageLine(s.tokens, s.minTokens, s.abstained, s.cases);
   }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  out += interruptedLine(s.interrupted);
   return out;
 }
 

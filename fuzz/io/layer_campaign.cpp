@@ -9,6 +9,7 @@
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 
 #ifndef MOE_ORACLE_VERSION
 #define MOE_ORACLE_VERSION "unknown"
@@ -246,9 +247,6 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
 }
 
 nlohmann::json layerSummaryJSON(const LayerSummary& s) {
-  auto map = [](const std::map<std::string, uint64_t>& m) {
-    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
-  };
   nlohmann::json j = {{"impl", s.impl},
                       {"abi", "moe_layer_v1"},
                       {"seed", s.seed},
@@ -261,53 +259,45 @@ nlohmann::json layerSummaryJSON(const LayerSummary& s) {
                       {"tokens", s.tokens},
                       {"contract", s.contract},
                       {"interrupted", s.interrupted}};
-  j["coverage"] = {{"styles", map(s.styles)},
-                   {"shapes", map(s.shapes)},
-                   {"dtype", map(s.dtypes)},
-                   {"routing", map(s.routing)},
-                   {"acceptable_reasons", map(s.acceptableReasons)},
-                   {"abstain_reasons", map(s.abstainReasons)},
+  j["coverage"] = {{"styles", countsJSON(s.styles)},
+                   {"shapes", countsJSON(s.shapes)},
+                   {"dtype", countsJSON(s.dtypes)},
+                   {"routing", countsJSON(s.routing)},
+                   {"acceptable_reasons", countsJSON(s.acceptableReasons)},
+                   {"abstain_reasons", countsJSON(s.abstainReasons)},
                    {"min_tokens", s.minTokens},
                    {"insufficient", s.insufficientCoverage()}};
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
-    j["violations"].push_back({{"signature", f.signature},
-                               {"kind", std::string(kindName(f.kind))},
-                               {"tag", f.tag},
-                               {"count", f.count},
-                               {"reproducer", f.reproducer},
-                               {"shape", f.smallest},
-                               {"drawn", f.drawn}});
+    nlohmann::json finding =
+        findingJSON(f.signature, f.kind, f.tag, f.count, f.reproducer, f.smallest);
+    finding["drawn"] = f.drawn;
+    j["violations"].push_back(std::move(finding));
   }
   return j;
 }
 
 std::string layerSummaryText(const LayerSummary& s) {
-  auto bands = [](const std::map<std::string, uint64_t>& m) {
-    std::string out;
-    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
-    return out;
-  };
   std::string out = fmt::format(
       "moe-oracle fuzz {} (moe_layer_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
       "acceptable, {} abstained, {} with a violation)\n"
       "coverage ({} tokens judged): values{}; shapes{}; dtype{}; routing{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.acceptable, s.abstained, s.violationCases,
-      s.tokens, bands(s.styles), bands(s.shapes), bands(s.dtypes), bands(s.routing));
-  if (s.acceptable > 0) out += fmt::format("acceptable tokens:{}\n", bands(s.acceptableReasons));
-  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+      s.tokens, countsText(s.styles), countsText(s.shapes), countsText(s.dtypes),
+      countsText(s.routing));
+  if (s.acceptable > 0)
+    out += fmt::format("acceptable tokens:{}\n", countsText(s.acceptableReasons));
+  if (s.abstained > 0)
+    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
   for (const auto& f : s.findings) {
     out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
                        kindName(f.kind), f.signature, f.count,
                        f.reproducer.empty() ? "(not saved)" : f.reproducer, f.smallest, f.drawn);
   }
   if (s.findings.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
+    out += insufficientCoverageLine(s.tokens, s.minTokens, s.abstained, s.cases);
   }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  out += interruptedLine(s.interrupted);
   return out;
 }
 
