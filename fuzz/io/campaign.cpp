@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/recipes.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router_case.hpp"
@@ -52,38 +53,6 @@ std::string bandText(const Band (&bands)[N], const std::map<std::string, uint64_
     out += fmt::format(" {}:{}", b.name, it == counts.end() ? 0 : it->second);
   }
   return out;
-}
-
-// The file name says router, kind, tag and shape class, as the signature does (and the
-// seed, so runs do not overwrite each other).
-std::string reproducerPath(const Router& router, const FoundViolation& f,
-                           const CampaignOptions& o) {
-  std::string stem = fmt::format("{}-{}", router.name(), kindName(f.kind));
-  if (!f.tag.empty()) stem += "-" + f.tag;
-  if (!f.shapeClass.empty()) stem += "-on-" + f.shapeClass;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
-  return (std::filesystem::path(o.outDir) / (stem + ".json")).string();
-}
-
-// Writes the reproducer; on failure says so on stderr and returns "" (the caller still
-// prints the whole report, so the finding is not lost).
-std::string writeReproducer(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  std::filesystem::permissions(
-      path,
-      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
-      ec);
-  return path;
 }
 
 // A token judged wrong in its batch (shrinking kept the batch: the token alone did not
@@ -167,7 +136,9 @@ void addFinding(CampaignSummary& s, Judge& shrinkJudge, const Router& router, co
     f.drawnK = same->drawnK;
     f.drawnTokens = same->drawnTokens;
   }
-  f.reproducer = writeReproducer(reproducerPath(router, f, options), file);
+  f.reproducer = writeReproducer(
+      reproducerPath(options.outDir, router.name(), f.kind, f.tag, f.shapeClass, options.seed),
+      file);
   if (same != s.violations.end()) {
     *same = std::move(f);
     return;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
 #include "moe/oracle/dispatch.hpp"
@@ -87,20 +88,6 @@ DispatchOutput outputFromJSON(const nlohmann::json& j, const DispatchCase& c) {
     out.fault = DoorFault{*kind, f.at("detail").get<std::string>(), f.at("tag").get<std::string>()};
   }
   return out;
-}
-
-std::string writeFile(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  return path;
 }
 
 // A list told compactly: "[3, 7, 12]" or its first entries.
@@ -211,15 +198,12 @@ void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, Dispatc
     f.count = same->count;
     f.drawn = same->drawn;
   }
-  std::string stem = fmt::format("{}-{}", d.name(), kindName(v.kind));
-  if (!v.tag.empty()) stem += "-" + v.tag;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
   const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
                                      {"seed", o.seed},
                                      {"impl", d.name()},
                                      {"abi", "moe_dispatch_v1"}};
-  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
-                           dispatchReproducerFile(d, c, out, v, provenance));
+  f.reproducer = writeReproducer(reproducerPath(o.outDir, d.name(), v.kind, v.tag, "", o.seed),
+                                 dispatchReproducerFile(d, c, out, v, provenance));
   if (same != s.findings.end()) {
     *same = std::move(f);
   } else {

@@ -1,10 +1,8 @@
 #include "moe/fuzz/fuzz_request.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <random>
 #include <stdexcept>
 
@@ -199,16 +197,6 @@ LayerCampaignOptions layerCampaignOptions(const FuzzRequest& r, const Contract& 
   }
   fillRun(o, r);
   return o;
-}
-
-std::string outProblem(const std::string& out) {
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec || !std::filesystem::is_directory(out) || access(out.c_str(), W_OK) != 0) {
-    return fmt::format("{} cannot be created or written{}{}", out, ec ? ": " : "",
-                       ec ? ec.message() : "");
-  }
-  return "";
 }
 
 }  // namespace moe::fuzz

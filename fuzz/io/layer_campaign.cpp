@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
 
@@ -72,20 +73,6 @@ LayerOutput outputFromJSON(const nlohmann::json& j, const LayerCase& c) {
   out.abstained = out.status != 0;
   if (out.abstained) out.abstainReason = fmt::format("returned {}", out.status);
   return out;
-}
-
-std::string writeFile(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(1) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  return path;
 }
 
 }  // namespace
@@ -164,15 +151,12 @@ void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool ro
   f.report = layerReport(kernel.name(), c, r);
   f.count = 1;
   f.smallest = layerShapeText(c);
-  std::string stem = fmt::format("{}-{}", kernel.name(), kindName(f.kind));
-  if (!f.tag.empty()) stem += "-" + f.tag;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
   const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
                                      {"seed", o.seed},
                                      {"impl", kernel.name()},
                                      {"abi", "moe_layer_v1"}};
-  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
-                           layerReproducerFile(kernel, c, routed, r, provenance));
+  f.reproducer = writeReproducer(reproducerPath(o.outDir, kernel.name(), f.kind, f.tag, "", o.seed),
+                                 layerReproducerFile(kernel, c, routed, r, provenance));
   s.findings.push_back(std::move(f));
 }
 

@@ -14,6 +14,7 @@
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/dispatch_campaign.hpp"
 #include "moe/fuzz/layer_campaign.hpp"
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/run_loop.hpp"
 
 namespace moe::fuzz {
@@ -94,9 +95,5 @@ DispatchCampaignOptions dispatchCampaignOptions(const FuzzRequest& r,
                                                 const DispatchShapes& contractShapes);
 LayerCampaignOptions layerCampaignOptions(const FuzzRequest& r, const Contract& contract,
                                           FuzzDoor door);
-
-// --out is made and tried before any case runs, so that a finding is never lost to it: ""
-// when it can be written, else why not.
-std::string outProblem(const std::string& out);
 
 }  // namespace moe::fuzz
