@@ -175,18 +175,29 @@ int runFuzz(const FuzzRequest& f) {
   return runRouterFuzz(f);
 }
 
-int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
-              const FuzzRequest& running, const VerdictConfig& config) {
+// The kernel --impl names for replay and explain, through its door (none without --impl).
+struct Kernels {
   std::unique_ptr<Router> router;
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<LayerKernel> layer;
-  if (!impl.empty() && usesLayerDoor(impl, running.abi)) {
-    if (!(layer = openLayerOrSay(impl, "replay", doorOptions(running)))) return 2;
-  } else if (!impl.empty() && usesDispatchDoor(impl, running.abi)) {
-    if (!(dispatcher = openDispatcherOrSay(impl, "replay", doorOptions(running)))) return 2;
-  } else if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions(running)))) {
-    return 2;
+
+  // False (and why on stderr) when it cannot be opened.
+  bool open(const std::string& impl, const char* cmd, const FuzzRequest& running) {
+    if (impl.empty()) return true;
+    if (usesLayerDoor(impl, running.abi)) {
+      return (layer = openLayerOrSay(impl, cmd, doorOptions(running))) != nullptr;
+    }
+    if (usesDispatchDoor(impl, running.abi)) {
+      return (dispatcher = openDispatcherOrSay(impl, cmd, doorOptions(running))) != nullptr;
+    }
+    return (router = openOrSay(impl, cmd, routerOptions(running))) != nullptr;
   }
+};
+
+int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
+              const FuzzRequest& running, const VerdictConfig& config) {
+  Kernels kernels;
+  if (!kernels.open(impl, "replay", running)) return 2;
   // Exit 2 when any file or test cannot be read (bad input) or nothing could be run, else 1
   // when a test fails.
   int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
@@ -194,9 +205,10 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   for (const auto& path : files) {
     try {
       nlohmann::json file = loadVectorFile(path);
-      ReplaySummary s = isLayerVectorFile(file)      ? replayLayerVectors(file, layer.get())
-                        : isDispatchVectorFile(file) ? replayDispatchVectors(file, dispatcher.get())
-                                                     : replayVectors(file, router.get(), config);
+      ReplaySummary s = isLayerVectorFile(file) ? replayLayerVectors(file, kernels.layer.get())
+                        : isDispatchVectorFile(file)
+                            ? replayDispatchVectors(file, kernels.dispatcher.get())
+                            : replayVectors(file, kernels.router.get(), config);
       for (const auto& line : s.lines) std::fprintf(stderr, "%s: %s\n", path.c_str(), line.c_str());
       std::fprintf(stderr, "%s: %d passed, %d failed, %d skipped\n", path.c_str(), s.passed,
                    s.failed, s.skipped);
@@ -256,23 +268,16 @@ int runSnippet(const std::string& path, const std::string& language, bool withIm
 int runExplain(const std::string& path, const std::string& impl, const std::string& language,
                const FuzzRequest& running, const VerdictConfig& config) {
   if (language != "text") return runSnippet(path, language, !impl.empty());
-  std::unique_ptr<Router> router;
-  std::unique_ptr<Dispatcher> dispatcher;
-  std::unique_ptr<LayerKernel> layer;
-  if (!impl.empty() && usesLayerDoor(impl, running.abi)) {
-    if (!(layer = openLayerOrSay(impl, "explain", doorOptions(running)))) return 2;
-  } else if (!impl.empty() && usesDispatchDoor(impl, running.abi)) {
-    if (!(dispatcher = openDispatcherOrSay(impl, "explain", doorOptions(running)))) return 2;
-  } else if (!impl.empty() && !(router = openOrSay(impl, "explain", routerOptions(running)))) {
-    return 2;
-  }
+  Kernels kernels;
+  if (!kernels.open(impl, "explain", running)) return 2;
   try {
     int unexplained = 0;
     const nlohmann::json file = loadVectorFile(path);
-    std::cout << (isLayerVectorFile(file) ? explainLayerVectors(file, layer.get(), &unexplained)
+    std::cout << (isLayerVectorFile(file)
+                      ? explainLayerVectors(file, kernels.layer.get(), &unexplained)
                   : isDispatchVectorFile(file)
-                      ? explainDispatchVectors(file, dispatcher.get(), &unexplained)
-                      : explainVectors(file, router.get(), config, &unexplained));
+                      ? explainDispatchVectors(file, kernels.dispatcher.get(), &unexplained)
+                      : explainVectors(file, kernels.router.get(), config, &unexplained));
     if (unexplained > 0) {
       std::fprintf(stderr, "moe-oracle explain: %s: %d test(s) could not be read\n", path.c_str(),
                    unexplained);

@@ -4,19 +4,10 @@
 
 #include <cstdio>
 
+#include "door_library.hpp"
 #include "moe/fuzz/router.hpp"
 
 namespace moe::fuzz {
-
-namespace {
-
-// As openRouter reads a path: relative to the current directory (dlopen would search the
-// library path for a bare file name).
-std::string libraryPath(const std::string& impl) {
-  return impl.find('/') == std::string::npos ? "./" + impl : impl;
-}
-
-}  // namespace
 
 bool usesDispatchDoor(const std::string& impl, const std::string& abi) {
   if (abi == kAbiDispatchV1) return true;
@@ -32,18 +23,8 @@ bool usesDispatchDoor(const std::string& impl, const std::string& abi) {
 
 std::unique_ptr<Dispatcher> openDispatcherOrSay(const std::string& impl, const char* cmd,
                                                 const DoorOptions& options) {
-  if (!isLibraryPath(impl)) {
-    std::fprintf(stderr,
-                 "moe-oracle %s: --abi moe_dispatch_v1 takes a shared library (a path), not %s\n",
-                 cmd, impl.c_str());
-    return nullptr;
-  }
-  try {
-    return openDispatcher(libraryPath(impl), options);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
-    return nullptr;
-  }
+  return openLibraryOrSay(impl, cmd, kAbiDispatchV1,
+                          [&](const std::string& path) { return openDispatcher(path, options); });
 }
 
 }  // namespace moe::fuzz

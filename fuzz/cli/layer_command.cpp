@@ -4,17 +4,12 @@
 
 #include <cstdio>
 
+#include "door_library.hpp"
 #include "moe/fuzz/router.hpp"
 
 namespace moe::fuzz {
 
 namespace {
-
-// As openRouter reads a path: relative to the current directory (dlopen would search the
-// library path for a bare file name).
-std::string libraryPath(const std::string& impl) {
-  return impl.find('/') == std::string::npos ? "./" + impl : impl;
-}
 
 // The other doors' symbols a layer library also exports ("" when none).
 std::string otherDoors(const std::string& path) {
@@ -55,18 +50,8 @@ std::string layerDoorAmbiguity(const std::string& impl, const std::string& abi) 
 
 std::unique_ptr<LayerKernel> openLayerOrSay(const std::string& impl, const char* cmd,
                                             const DoorOptions& options) {
-  if (!isLibraryPath(impl)) {
-    std::fprintf(stderr,
-                 "moe-oracle %s: --abi moe_layer_v1 takes a shared library (a path), not %s\n", cmd,
-                 impl.c_str());
-    return nullptr;
-  }
-  try {
-    return openLayerLibrary(libraryPath(impl), options);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "moe-oracle %s: %s\n", cmd, e.what());
-    return nullptr;
-  }
+  return openLibraryOrSay(impl, cmd, kAbiLayerV1,
+                          [&](const std::string& path) { return openLayerLibrary(path, options); });
 }
 
 }  // namespace moe::fuzz
