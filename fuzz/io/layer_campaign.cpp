@@ -274,15 +274,10 @@ std::string layerSummaryText(const LayerSummary& s) {
   if (s.abstained > 0)
     out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
   for (const auto& f : s.findings) {
-    out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
-                       kindName(f.kind), f.signature, f.count,
-                       f.reproducer.empty() ? "(not saved)" : f.reproducer, f.smallest, f.drawn);
+    out += findingLine(f.kind, f.signature, f.count, f.reproducer, f.smallest, f.drawn);
   }
-  if (s.findings.empty() && s.insufficientCoverage()) {
-    out += insufficientCoverageLine(s.tokens, s.minTokens, s.abstained, s.cases);
-  }
-  out += interruptedLine(s.interrupted);
-  return out;
+  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
+                            s.abstained, s.cases, s.interrupted);
 }
 
 bool isLayerVectorFile(const nlohmann::json& file) {

@@ -32,6 +32,22 @@ std::string insufficientCoverageLine(uint64_t tokens, uint64_t minTokens, uint64
       tokens, minTokens, abstained, cases);
 }
 
+std::string findingLine(ViolationKind kind, const std::string& signature, uint64_t count,
+                        const std::string& reproducer, const std::string& smallest,
+                        const std::string& drawn) {
+  return fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
+                     kindName(kind), signature, count,
+                     reproducer.empty() ? "(not saved)" : reproducer, smallest, drawn);
+}
+
+std::string closingLines(bool anyFinding, bool insufficient, uint64_t tokens, uint64_t minTokens,
+                         uint64_t abstained, uint64_t cases, bool interrupted) {
+  std::string out;
+  if (!anyFinding && insufficient)
+    out += insufficientCoverageLine(tokens, minTokens, abstained, cases);
+  return out + interruptedLine(interrupted);
+}
+
 std::string interruptedLine(bool interrupted) {
   return interrupted ? "interrupted: the summary covers the cases run until the signal\n" : "";
 }

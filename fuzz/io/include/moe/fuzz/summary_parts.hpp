@@ -20,6 +20,15 @@ nlohmann::json findingJSON(const std::string& signature, ViolationKind kind, con
 nlohmann::json countsJSON(const std::map<std::string, uint64_t>& counts);
 std::string countsText(const std::map<std::string, uint64_t>& counts);
 
+// A kernel door's line for one finding: kind, signature, count, the smallest reproducer and
+// its shape, the shape it was drawn at.
+std::string findingLine(ViolationKind kind, const std::string& signature, uint64_t count,
+                        const std::string& reproducer, const std::string& smallest,
+                        const std::string& drawn);
+// A kernel door's closing lines: insufficient coverage (only without a finding), interrupted.
+std::string closingLines(bool anyFinding, bool insufficient, uint64_t tokens, uint64_t minTokens,
+                         uint64_t abstained, uint64_t cases, bool interrupted);
+
 // The line that says a run without a finding judged too little (exit 3).
 std::string insufficientCoverageLine(uint64_t tokens, uint64_t minTokens, uint64_t abstained,
                                      uint64_t cases);
