@@ -5,22 +5,19 @@
 #include "moe/fuzz/command.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
-#include <random>
 
 #include "dispatch_command.hpp"
+#include "fuzz_options.hpp"
 #include "layer_command.hpp"
-#include "moe/fuzz/campaign.hpp"
+#include "moe/fuzz/fuzz_request.hpp"
 #include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
@@ -42,172 +39,99 @@ extern "C" void onStopSignal(int sig) {
   gStopSignal = sig;
 }
 
-// A number that must be finite and > 0 (or >= 0): CLI11's own range check prints the
-// limits of double with 309 digits and lets nan through.
-CLI::Validator positiveFinite(bool allowZero) {
-  return CLI::Validator(
-      [allowZero](std::string& text) -> std::string {
-        double v = 0;
-        try {
-          size_t used = 0;
-          v = std::stod(text, &used);
-          if (used != text.size()) return "not a number: " + text;
-        } catch (const std::exception&) {
-          return "not a number: " + text;
-        }
-        if (!std::isfinite(v) || v < 0 || (!allowZero && v == 0)) {
-          return fmt::format("{} must be {} and finite", text, allowZero ? ">= 0" : "> 0");
-        }
-        return "";
-      },
-      allowZero ? "NUMBER >= 0" : "NUMBER > 0");
+// How a shared library runs, as the command's flags ask (every door).
+RouterOptions routerOptions(const FuzzRequest& r) {
+  RouterOptions o;
+  o.abi = r.abi;
+  o.inProcess = r.inProcess;
+  o.callTimeout = r.callTimeout;
+  o.stop = &gStopSignal;
+  return o;
 }
 
-// Flags shared by fuzz, replay and explain: the verdict's knobs.
-struct VerdictFlags {
-  double gateFactor = -1, gateUlp = -1;
-  bool noFloor = false;
-  std::string tieOrder;
+DoorOptions doorOptions(const FuzzRequest& r) {
+  DoorOptions o;
+  o.inProcess = r.inProcess;
+  o.callTimeout = r.callTimeout;
+  o.stop = &gStopSignal;
+  return o;
+}
 
-  void add(CLI::App* cmd) {
-    cmd->add_option("--gate-factor", gateFactor,
-                    "gate budget: multiple of the binary32 spec's own gate error (overrides the "
-                    "contract's spec32_factor)")
-        ->check(positiveFinite(false));
-    cmd->add_option("--gate-ulp", gateUlp,
-                    "gate budget: extra ulps of the exact gate (overrides the contract's ulp)")
-        ->check(positiveFinite(true));
-    cmd->add_flag("--no-analytic-floor", noFloor,
-                  "drop the derived first-order gate bound from the budget (docs/fuzz.md)");
-    cmd->add_option("--tie-order", tieOrder,
-                    "who wins an exact tie: lowest-index (the spec) or any (overrides the "
-                    "contract's tie_order)")
-        ->check(CLI::IsMember({"lowest-index", "any"}));
-  }
-  VerdictConfig config() const {
-    VerdictConfig c;
-    if (gateFactor >= 0) c.gateFactor = gateFactor;
-    if (gateUlp >= 0) c.gateUlp = gateUlp;
-    c.analyticFloor = !noFloor;
-    c.analyticFloorGiven = noFloor;
-    if (!tieOrder.empty()) c.tieOrder = parseTieOrder(tieOrder, "--tie-order");
-    return c;
-  }
-};
-
-// Flags shared by the commands that run a router: how a shared library is run.
-struct RunFlags {
-  bool inProcess = false;
-  double callTimeout = 0;
-  std::string abi;
-
-  void add(CLI::App* cmd) {
-    cmd->add_flag("--in-process", inProcess,
-                  "run a shared library in this process (faster; a crash or hang of the library "
-                  "then ends the run) instead of in an isolated child process");
-    cmd->add_option("--call-timeout", callTimeout,
-                    "seconds before a call of an isolated library counts as a hang (default: 10 "
-                    "s plus 2 ns per token, expert and kept slot)")
-        ->check(positiveFinite(false));
-    cmd->add_option("--abi", abi,
-                    "the entry point to fuzz: moe_route_v1 or moe_route_v2 (default: a library's "
-                    "moe_route_v2 when it exports one, else moe_route_v1; built-in routers and "
-                    "spec32: moe_route_v1), or moe_dispatch_v1 (default for a library that "
-                    "exports it and no router), or moe_layer_v1 (default for a library that "
-                    "exports it and no other door)")
-        ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2),
-                               std::string(kAbiDispatchV1), std::string(kAbiLayerV1)}));
-  }
-  RouterOptions options() const {
-    RouterOptions o;
-    o.abi = abi;
-    o.inProcess = inProcess;
-    o.callTimeout = callTimeout;
-    o.stop = &gStopSignal;
-    return o;
-  }
-  DoorOptions doorOptions() const {
-    DoorOptions o;
-    o.inProcess = inProcess;
-    o.callTimeout = callTimeout;
-    o.stop = &gStopSignal;
-    return o;
-  }
-  bool dispatchDoor(const std::string& impl) const { return usesDispatchDoor(impl, abi); }
-  bool layerDoor(const std::string& impl) const { return usesLayerDoor(impl, abi); }
-};
-
-bool prepareOut(const std::string& out);
-
-struct FuzzFlags {
-  std::string impl, out = "moe-oracle-out";
-  double seconds = 10, shrinkSeconds = 10;
-  uint64_t seed = 0, minTokens = 1000;
-  bool json = false, keepGoing = false;
-  std::string experts, k, tokens, family;
-  std::string block, capacity;       // the dispatch door's
-  std::string hidden, intermediate;  // the layer door's
-  int jobs = 0;                      // 0: the cores the process may use
-  CLI::Option* seedOption = nullptr;
-};
-
-// `moe-oracle fuzz` through the dispatch door (dispatch_command.cpp).
-int runFuzzDispatch(const FuzzFlags& f, const RunFlags& running) {
-  if (!f.family.empty()) {
-    std::fprintf(stderr, "moe-oracle fuzz: --family is for routers (moe_route_v2), not %s\n",
-                 std::string(kAbiDispatchV1).c_str());
-    return 2;
-  }
-  if (!prepareOut(f.out)) return 2;
-  DispatchFuzzArgs a;
-  a.impl = f.impl;
-  a.out = f.out;
-  a.seconds = f.seconds;
-  a.shrinkSeconds = f.shrinkSeconds;
-  a.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
-  a.minTokens = f.minTokens;
-  a.json = f.json;
-  a.keepGoing = f.keepGoing;
-  a.tokens = f.tokens;
-  a.k = f.k;
-  a.experts = f.experts;
-  a.block = f.block;
-  a.capacity = f.capacity;
-  a.door = running.doorOptions();
+void catchStopSignals() {
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
-  return runDispatchFuzz(a);
 }
 
-// `moe-oracle fuzz` through the layer door (layer_command.cpp).
-int runFuzzLayer(const FuzzFlags& f, const RunFlags& running) {
-  if (!f.block.empty() || !f.capacity.empty()) {
+// Another door's shape flags, refused (exit 2) with the reason; false when none was given.
+bool refusesFlags(const FuzzRequest& f, const std::string& door) {
+  const bool dispatchFlags = !f.block.empty() || !f.capacity.empty();
+  const bool layerFlags = !f.hidden.empty() || !f.intermediate.empty();
+  if (door == kAbiDispatchV1 && !f.family.empty()) {
+    std::fprintf(stderr, "moe-oracle fuzz: --family is for routers (moe_route_v2), not %s\n",
+                 door.c_str());
+  } else if (door == kAbiLayerV1 && dispatchFlags) {
     std::fprintf(stderr,
                  "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
                  "(moe_dispatch_v1), not %s\n",
-                 std::string(kAbiLayerV1).c_str());
+                 door.c_str());
+  } else if (door.empty() && dispatchFlags) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
+                 "(moe_dispatch_v1); %s is fuzzed as a router\n",
+                 f.impl.c_str());
+  } else if (door.empty() && layerFlags) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --hidden and --intermediate are for a fused layer "
+                 "(moe_layer_v1); %s is fuzzed as a router\n",
+                 f.impl.c_str());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Builds a door's run options; on a bad shape list or recipe says why and returns false.
+bool optionsOrSay(const std::function<void()>& make) {
+  try {
+    make();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
+    return false;
+  }
+  return true;
+}
+
+// The header of a kernel door's run (moe_dispatch_v1, moe_layer_v1).
+std::string doorHeader(const std::string& name, std::string_view abi, const RunOptions& o,
+                       const std::string& contract) {
+  return fmt::format("moe-oracle fuzz {} ({}): seed {}, {:g} s{}; contract {}\n", name, abi, o.seed,
+                     o.seconds, o.keepGoing ? ", keep going" : "", contract);
+}
+
+int runDispatchFuzz(const FuzzRequest& f) {
+  std::unique_ptr<Dispatcher> d = openDispatcherOrSay(f.impl, "fuzz", doorOptions(f));
+  if (!d) return 2;
+  DispatchCampaignOptions o;
+  if (!optionsOrSay([&] { o = dispatchCampaignOptions(f, d->contract().shapes); })) return 2;
+  o.stop = &gStopSignal;
+  const std::string header =
+      doorHeader(d->name(), kAbiDispatchV1, o, dispatchContractJSON(d->contract()).dump());
+  return fuzzRun(
+      f, header, [&] { return runOutcome(runDispatchCampaign(*d, o)); }, o.stop);
+}
+
+int runLayerFuzz(const FuzzRequest& f) {
+  std::unique_ptr<LayerKernel> kernel = openLayerOrSay(f.impl, "fuzz", doorOptions(f));
+  if (!kernel) return 2;
+  LayerCampaignOptions o;
+  if (!optionsOrSay([&] { o = layerCampaignOptions(f, kernel->contract(), FuzzDoor::kCommand); })) {
     return 2;
   }
-  if (!prepareOut(f.out)) return 2;
-  LayerFuzzArgs a;
-  a.impl = f.impl;
-  a.out = f.out;
-  a.seconds = f.seconds;
-  a.shrinkSeconds = f.shrinkSeconds;
-  a.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
-  a.minTokens = f.minTokens;
-  a.json = f.json;
-  a.keepGoing = f.keepGoing;
-  a.tokens = f.tokens;
-  a.k = f.k;
-  a.experts = f.experts;
-  a.hidden = f.hidden;
-  a.intermediate = f.intermediate;
-  a.family = f.family;
-  a.door = running.doorOptions();
-  std::signal(SIGINT, onStopSignal);
-  std::signal(SIGTERM, onStopSignal);
-  return runLayerFuzz(a);
+  o.stop = &gStopSignal;
+  const std::string header =
+      doorHeader(kernel->name(), kAbiLayerV1, o, contractToJSON(kernel->contract()));
+  return fuzzRun(
+      f, header, [&] { return runOutcome(runLayerCampaign(*kernel, o)); }, o.stop);
 }
 
 std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
@@ -220,100 +144,60 @@ std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
   }
 }
 
-// --out is made and tried before any case runs: a finding must never be lost to it.
-bool prepareOut(const std::string& out) {
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec || !std::filesystem::is_directory(out) || access(out.c_str(), W_OK) != 0) {
-    std::fprintf(stderr, "moe-oracle fuzz: --out %s cannot be created or written%s%s\n",
-                 out.c_str(), ec ? ": " : "", ec ? ec.message().c_str() : "");
-    return false;
-  }
-  return true;
-}
-
-int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const VerdictConfig& config) {
-  if (!f.block.empty() || !f.capacity.empty()) {
-    std::fprintf(stderr,
-                 "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
-                 "(moe_dispatch_v1); %s is fuzzed as a router\n",
-                 f.impl.c_str());
-    return 2;
-  }
-  if (!f.hidden.empty() || !f.intermediate.empty()) {
-    std::fprintf(stderr,
-                 "moe-oracle fuzz: --hidden and --intermediate are for a fused layer "
-                 "(moe_layer_v1); %s is fuzzed as a router\n",
-                 f.impl.c_str());
-    return 2;
-  }
-  std::signal(SIGINT, onStopSignal);
-  std::signal(SIGTERM, onStopSignal);
-  std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz", routerOptions);
+int runRouterFuzz(const FuzzRequest& f) {
+  std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz", routerOptions(f));
   if (!router) return 2;
-  CampaignOptions options;
-  try {
-    options.shapes = shapeSpaceFor(router->contract().shapes, f.experts, f.k, f.tokens, "--");
-    if (!f.family.empty()) {
-      if (!router->contract().v2()) {
-        throw std::invalid_argument(fmt::format(
-            "--family {}: {} is fuzzed through moe_route_v1, which has no routing family (a "
-            "library exporting moe_route_v2, or --abi moe_route_v2)",
-            f.family, router->name()));
-      }
-      options.families = familiesOfRecipes(f.family, "--family");
-    }
-    if (router->contract().v2()) {
-      checkFamiliesDrawable(effectiveContract(*router, options).families, options.shapes);
-    }
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "moe-oracle fuzz: %s\n", e.what());
+  CampaignOptions o;
+  if (!optionsOrSay([&] {
+        o = campaignOptions(f, router->contract(), router->name(), FuzzDoor::kCommand);
+      })) {
     return 2;
   }
-  if (!prepareOut(f.out)) return 2;
-  options.seconds = f.seconds;
-  options.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
-  options.outDir = f.out;
-  options.config = config;
-  options.config.jobs = f.jobs > 0 ? f.jobs : availableCores();
-  options.keepGoing = f.keepGoing;
-  options.shrinkSeconds = f.shrinkSeconds;
-  options.minTokens = f.minTokens;
-  options.stop = &gStopSignal;
-  std::fprintf(
-      stderr, "moe-oracle fuzz %s: seed %llu, %g s, shapes %s%s; contract %s; judged with: %s\n",
-      router->name().c_str(), static_cast<unsigned long long>(options.seed), f.seconds,
-      options.shapes.text().c_str(), f.keepGoing ? ", keep going" : "",
-      contractToJSON(router->contract()).c_str(),
-      verdictConfigText(verdictConfigJSON(config, effectiveContract(*router, options))).c_str());
-  CampaignSummary s = runCampaign(*router, options);
-  for (const auto& v : s.violations) std::fputs(v.report.c_str(), stderr);
-  std::fputs(summaryText(s).c_str(), stderr);
-  if (f.json) {
-    std::cout << summaryJSON(s).dump() << "\n";
-  } else {
-    for (const auto& v : s.violations) {
-      if (!v.reproducer.empty()) std::cout << "reproducer: " << v.reproducer << "\n";
-      std::cout << v.signature << "\n";
-    }
-  }
-  if (gStopSignal != 0) return 128 + gStopSignal;
-  return s.exitCode();
+  o.stop = &gStopSignal;
+  const std::string header = fmt::format(
+      "moe-oracle fuzz {}: seed {}, {:g} s, shapes {}{}; contract {}; judged with: {}\n",
+      router->name(), o.seed, o.seconds, o.shapes.text(), o.keepGoing ? ", keep going" : "",
+      contractToJSON(router->contract()),
+      verdictConfigText(verdictConfigJSON(f.verdictConfig(), effectiveContract(*router, o))));
+  return fuzzRun(
+      f, header, [&] { return runOutcome(runCampaign(*router, o)); }, o.stop);
 }
 
-int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
-              const RunFlags& running, const VerdictConfig& config) {
-  const RouterOptions routerOptions = running.options();
+// `moe-oracle fuzz` through the door --impl and --abi name.
+int runFuzz(const FuzzRequest& f) {
+  const std::string door = usesLayerDoor(f.impl, f.abi)      ? std::string(kAbiLayerV1)
+                           : usesDispatchDoor(f.impl, f.abi) ? std::string(kAbiDispatchV1)
+                                                             : std::string();
+  if (refusesFlags(f, door)) return 2;
+  catchStopSignals();
+  if (door == kAbiLayerV1) return runLayerFuzz(f);
+  if (door == kAbiDispatchV1) return runDispatchFuzz(f);
+  return runRouterFuzz(f);
+}
+
+// The kernel --impl names for replay and explain, through its door (none without --impl).
+struct Kernels {
   std::unique_ptr<Router> router;
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<LayerKernel> layer;
-  if (!impl.empty() && running.layerDoor(impl)) {
-    if (!(layer = openLayerOrSay(impl, "replay", running.doorOptions()))) return 2;
-  } else if (!impl.empty() && running.dispatchDoor(impl)) {
-    if (!(dispatcher = openDispatcherOrSay(impl, "replay", running.doorOptions()))) return 2;
-  } else if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions))) {
-    return 2;
+
+  // False (and why on stderr) when it cannot be opened.
+  bool open(const std::string& impl, const char* cmd, const FuzzRequest& running) {
+    if (impl.empty()) return true;
+    if (usesLayerDoor(impl, running.abi)) {
+      return (layer = openLayerOrSay(impl, cmd, doorOptions(running))) != nullptr;
+    }
+    if (usesDispatchDoor(impl, running.abi)) {
+      return (dispatcher = openDispatcherOrSay(impl, cmd, doorOptions(running))) != nullptr;
+    }
+    return (router = openOrSay(impl, cmd, routerOptions(running))) != nullptr;
   }
+};
+
+int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
+              const FuzzRequest& running, const VerdictConfig& config) {
+  Kernels kernels;
+  if (!kernels.open(impl, "replay", running)) return 2;
   // Exit 2 when any file or test cannot be read (bad input) or nothing could be run, else 1
   // when a test fails.
   int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
@@ -321,9 +205,10 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   for (const auto& path : files) {
     try {
       nlohmann::json file = loadVectorFile(path);
-      ReplaySummary s = isLayerVectorFile(file)      ? replayLayerVectors(file, layer.get())
-                        : isDispatchVectorFile(file) ? replayDispatchVectors(file, dispatcher.get())
-                                                     : replayVectors(file, router.get(), config);
+      ReplaySummary s = isLayerVectorFile(file) ? replayLayerVectors(file, kernels.layer.get())
+                        : isDispatchVectorFile(file)
+                            ? replayDispatchVectors(file, kernels.dispatcher.get())
+                            : replayVectors(file, kernels.router.get(), config);
       for (const auto& line : s.lines) std::fprintf(stderr, "%s: %s\n", path.c_str(), line.c_str());
       std::fprintf(stderr, "%s: %d passed, %d failed, %d skipped\n", path.c_str(), s.passed,
                    s.failed, s.skipped);
@@ -381,25 +266,18 @@ int runSnippet(const std::string& path, const std::string& language, bool withIm
 }
 
 int runExplain(const std::string& path, const std::string& impl, const std::string& language,
-               const RunFlags& running, const VerdictConfig& config) {
+               const FuzzRequest& running, const VerdictConfig& config) {
   if (language != "text") return runSnippet(path, language, !impl.empty());
-  std::unique_ptr<Router> router;
-  std::unique_ptr<Dispatcher> dispatcher;
-  std::unique_ptr<LayerKernel> layer;
-  if (!impl.empty() && running.layerDoor(impl)) {
-    if (!(layer = openLayerOrSay(impl, "explain", running.doorOptions()))) return 2;
-  } else if (!impl.empty() && running.dispatchDoor(impl)) {
-    if (!(dispatcher = openDispatcherOrSay(impl, "explain", running.doorOptions()))) return 2;
-  } else if (!impl.empty() && !(router = openOrSay(impl, "explain", running.options()))) {
-    return 2;
-  }
+  Kernels kernels;
+  if (!kernels.open(impl, "explain", running)) return 2;
   try {
     int unexplained = 0;
     const nlohmann::json file = loadVectorFile(path);
-    std::cout << (isLayerVectorFile(file) ? explainLayerVectors(file, layer.get(), &unexplained)
+    std::cout << (isLayerVectorFile(file)
+                      ? explainLayerVectors(file, kernels.layer.get(), &unexplained)
                   : isDispatchVectorFile(file)
-                      ? explainDispatchVectors(file, dispatcher.get(), &unexplained)
-                      : explainVectors(file, router.get(), config, &unexplained));
+                      ? explainDispatchVectors(file, kernels.dispatcher.get(), &unexplained)
+                      : explainVectors(file, kernels.router.get(), config, &unexplained));
     if (unexplained > 0) {
       std::fprintf(stderr, "moe-oracle explain: %s: %d test(s) could not be read\n", path.c_str(),
                    unexplained);
@@ -412,70 +290,12 @@ int runExplain(const std::string& path, const std::string& impl, const std::stri
   return 0;
 }
 
-void addFuzz(CLI::App& app, FuzzFlags& f) {
+CLI::Option* addFuzz(CLI::App& app, FuzzRequest& f) {
   auto* fuzz = app.add_subcommand(
       "fuzz",
       "fuzz a router against the oracle; on the first violation (or, with --keep-going, at "
       "the end) write shrunk reproducers and exit 1");
-  fuzz->add_option("--impl", f.impl,
-                   "built-in router name (moe-oracle list... e.g. scalar-probs), spec32, or a "
-                   "shared library exporting moe_route_v1 (a value with '/' or ending in .so is "
-                   "a path, relative to the current directory)")
-      ->required();
-  fuzz->add_option("--seconds", f.seconds, "time limit (default 10)")->check(positiveFinite(false));
-  f.seedOption =
-      fuzz->add_option("--seed", f.seed,
-                       "seed of the case stream, 0 to 2^64-1 (default: random, "
-                       "printed)")
-          ->check(CLI::Validator(
-              [](std::string& text) -> std::string {
-                uint64_t v = 0;
-                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-                if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-                  return "--seed takes a whole number from 0 to 2^64-1, got " + text;
-                }
-                return "";
-              },
-              "0..2^64-1"));
-  fuzz->add_option("--out", f.out, "where reproducers go (default ./moe-oracle-out)");
-  fuzz->add_flag("--json", f.json, "print one JSON summary object on stdout");
-  fuzz->add_flag("--keep-going", f.keepGoing,
-                 "do not stop at the first violation: count every kind, report each once with "
-                 "its smallest reproducer");
-  fuzz->add_option("--experts", f.experts,
-                   "experts to draw: values and ranges, e.g. 256 or 1-64,128 (default 0-4096, "
-                   "or the contract's shapes)");
-  fuzz->add_option("--k", f.k, "k to draw: values and ranges (default 0 to E+2 per case)");
-  fuzz->add_option("--tokens", f.tokens,
-                   "batch sizes to draw: values and ranges, e.g. 1-65536 (default 0-65536, "
-                   "mostly small)");
-  fuzz->add_option("--block", f.block,
-                   "moe_dispatch_v1: blocks to draw, values and ranges (default 1-256, or the "
-                   "contract's shapes)");
-  fuzz->add_option("--capacity", f.capacity,
-                   "moe_dispatch_v1: capacities to draw, values and ranges, -1 for no limit "
-                   "(default: -1 and values around the experts' loads)");
-  fuzz->add_option("--hidden", f.hidden,
-                   "moe_layer_v1: hidden sizes H to draw, values and ranges (default: real "
-                   "models' H, a multiple of 64 and one off it, and small H; or the contract's "
-                   "shapes)");
-  fuzz->add_option("--intermediate", f.intermediate,
-                   "moe_layer_v1: expert intermediate sizes I to draw, values and ranges "
-                   "(default: real models' I and small I; or the contract's shapes)");
-  fuzz->add_option("--family", f.family,
-                   "moe_route_v2: the model recipes the kernel implements, e.g. deepseek-v3 or "
-                   "llama4,mixtral (each fixes every family field and the shapes E, k; "
-                   "replaces the contract's families)");
-  fuzz->add_option("--shrink-seconds", f.shrinkSeconds,
-                   "time cap on shrinking each violation (default 10; 0: no shrinking)")
-      ->check(positiveFinite(true));
-  fuzz->add_option("--min-tokens", f.minTokens,
-                   "fewer tokens judged than this is insufficient coverage, exit 3 (default "
-                   "1000)");
-  fuzz->add_option("--jobs", f.jobs,
-                   "threads that judge the tokens of a case (default: the cores this process "
-                   "may use); the results are the same for any number")
-      ->check(CLI::Range(1, 1024));
+  return addFuzzOptions(fuzz, f, kCommandFuzz);
 }
 
 int runMain(int argc, char** argv) {
@@ -485,12 +305,8 @@ int runMain(int argc, char** argv) {
       "insufficient coverage)"};
   app.set_version_flag("--version", std::string("moe-oracle ") + MOE_ORACLE_VERSION);
   app.require_subcommand(1);
-  VerdictFlags verdict;
-  RunFlags running;
-  FuzzFlags f;
-  addFuzz(app, f);
-  verdict.add(app.get_subcommand("fuzz"));
-  running.add(app.get_subcommand("fuzz"));
+  FuzzRequest f;
+  CLI::Option* seed = addFuzz(app, f);
 
   std::vector<std::string> files;
   std::string replayImpl;
@@ -502,8 +318,7 @@ int runMain(int argc, char** argv) {
   replay->add_option("files", files, "vector files (JSON)")->required()->check(CLI::ExistingFile);
   replay->add_option("--impl", replayImpl, "also run this router (name or .so) on every test");
   replay->add_flag("--json", replayJson, "print a JSON summary on stdout");
-  verdict.add(replay);
-  running.add(replay);
+  addFuzzOptions(replay, f, kCommandReplay);
 
   std::string explainFile, explainImpl, explainAs = "text";
   auto* explain = app.add_subcommand("explain", "tell one vector file's cases for a person");
@@ -520,8 +335,7 @@ int runMain(int argc, char** argv) {
                    "(exact hex floats, the recorded output, the spec's answer, the "
                    "certificate)")
       ->check(CLI::IsMember({"text", "python", "c"}));
-  verdict.add(explain);
-  running.add(explain);
+  addFuzzOptions(explain, f, kCommandReplay);
 
   ReproduceFlags reproduceFlags;
   auto* reproduce = addReproduce(app, reproduceFlags);
@@ -562,25 +376,22 @@ int runMain(int argc, char** argv) {
   if (*reproduce) return runReproduce(reproduceFlags);
   VerdictConfig config;
   try {
-    config = verdict.config();
+    config = f.verdictConfig();
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "moe-oracle: %s\n", e.what());
     return 2;
   }
   for (const std::string* impl : {&f.impl, &replayImpl, &explainImpl}) {
     if (impl->empty()) continue;
-    if (const std::string why = layerDoorAmbiguity(*impl, running.abi); !why.empty()) {
+    if (const std::string why = layerDoorAmbiguity(*impl, f.abi); !why.empty()) {
       std::fprintf(stderr, "moe-oracle: %s\n", why.c_str());
       return 2;
     }
   }
-  if (*app.get_subcommand("fuzz")) {
-    if (running.layerDoor(f.impl)) return runFuzzLayer(f, running);
-    if (running.dispatchDoor(f.impl)) return runFuzzDispatch(f, running);
-    return runFuzz(f, running.options(), config);
-  }
-  if (*replay) return runReplay(files, replayImpl, replayJson, running, config);
-  if (*explain) return runExplain(explainFile, explainImpl, explainAs, running, config);
+  f.seedGiven = seed->count() > 0;
+  if (*app.get_subcommand("fuzz")) return runFuzz(f);
+  if (*replay) return runReplay(files, replayImpl, replayJson, f, config);
+  if (*explain) return runExplain(explainFile, explainImpl, explainAs, f, config);
   return 2;
 }
 

@@ -1,8 +1,7 @@
 // The layer door of the command (docs/fuzz.md "The layer door"): which libraries go through
-// it, and fuzz / replay / explain for moe_layer_v1. command.cpp calls these.
+// it, and replay / explain for moe_layer_v1. command.cpp calls these.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,17 +20,5 @@ std::string layerDoorAmbiguity(const std::string& impl, const std::string& abi);
 // Opens the library's moe_layer_v1, or says why not on stderr and returns nullptr.
 std::unique_ptr<LayerKernel> openLayerOrSay(const std::string& impl, const char* cmd,
                                             const DoorOptions& options);
-
-struct LayerFuzzArgs {
-  std::string impl, out;
-  double seconds = 10, shrinkSeconds = 10;
-  uint64_t seed = 0, minTokens = 1000;
-  bool json = false, keepGoing = false;
-  std::string tokens, k, experts, hidden, intermediate, family;
-  DoorOptions door;
-};
-
-// `moe-oracle fuzz` on a fused layer: the exit codes of the router door.
-int runLayerFuzz(const LayerFuzzArgs& args);
 
 }  // namespace moe::fuzz

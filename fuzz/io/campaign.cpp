@@ -1,18 +1,18 @@
 #include "moe/fuzz/campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "moe/fuzz/case.hpp"
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/recipes.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router_case.hpp"
 #include "moe/fuzz/shrink.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 
 namespace moe::fuzz {
 
@@ -53,38 +53,6 @@ std::string bandText(const Band (&bands)[N], const std::map<std::string, uint64_
     out += fmt::format(" {}:{}", b.name, it == counts.end() ? 0 : it->second);
   }
   return out;
-}
-
-// The file name says router, kind, tag and shape class, as the signature does (and the
-// seed, so runs do not overwrite each other).
-std::string reproducerPath(const Router& router, const FoundViolation& f,
-                           const CampaignOptions& o) {
-  std::string stem = fmt::format("{}-{}", router.name(), kindName(f.kind));
-  if (!f.tag.empty()) stem += "-" + f.tag;
-  if (!f.shapeClass.empty()) stem += "-on-" + f.shapeClass;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
-  return (std::filesystem::path(o.outDir) / (stem + ".json")).string();
-}
-
-// Writes the reproducer; on failure says so on stderr and returns "" (the caller still
-// prints the whole report, so the finding is not lost).
-std::string writeReproducer(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  std::filesystem::permissions(
-      path,
-      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
-      ec);
-  return path;
 }
 
 // A token judged wrong in its batch (shrinking kept the batch: the token alone did not
@@ -168,7 +136,9 @@ void addFinding(CampaignSummary& s, Judge& shrinkJudge, const Router& router, co
     f.drawnK = same->drawnK;
     f.drawnTokens = same->drawnTokens;
   }
-  f.reproducer = writeReproducer(reproducerPath(router, f, options), file);
+  f.reproducer = writeReproducer(
+      reproducerPath(options.outDir, router.name(), f.kind, f.tag, f.shapeClass, options.seed),
+      file);
   if (same != s.violations.end()) {
     *same = std::move(f);
     return;
@@ -213,7 +183,6 @@ int CampaignSummary::exitCode() const {
 }
 
 CampaignSummary runCampaign(const Router& router, const CampaignOptions& options) {
-  using Clock = std::chrono::steady_clock;
   CampaignSummary s;
   s.impl = router.name();
   s.seed = options.seed;
@@ -224,15 +193,9 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
   Judge shrinkJudge(options.config);  // shrinking's runs are not coverage
   SeededSource source(options.seed);
   CallCost cost;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  while (elapsed() < options.seconds && (options.maxCases == 0 || s.cases < options.maxCases)) {
-    if (options.stop && *options.stop) {
-      s.interrupted = true;
-      break;
-    }
+  RunClock clock(options);
+  auto elapsed = [&] { return clock.elapsed(); };
+  while (clock.another(s.cases, &s.interrupted)) {
     // Not const: a violation shrinks it. A v2 router gets the family's cases.
     Case c = routerCase(source, contract, options.shapes);
     if (cost.fitted() && elapsed() + cost.predict(c.experts, c.k, c.tokens) > options.seconds) {
@@ -285,19 +248,13 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
       addFinding(s, shrinkJudge, router, c, r, options);
       if (!options.keepGoing) break;
     }
-    if (options.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(
-            stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens, %.0f cases/s%s",
-            terminal ? "\r" : "", router.name().c_str(), elapsed(),
-            static_cast<unsigned long long>(s.cases), static_cast<unsigned long long>(s.tokens),
-            s.cases / elapsed(), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(
+          fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens, {:.0f} cases/s",
+                      router.name(), elapsed(), s.cases, s.tokens, s.cases / elapsed()));
     }
   }
-  if (options.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   s.levels = judge.levels();
   s.medianCallSeconds = cost.medianSeconds();
@@ -359,12 +316,8 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
         {"shrunk", v.shrunk()},
         {"drawn", {{"experts", v.drawnExperts}, {"k", v.drawnK}, {"tokens", v.drawnTokens}}}};
     if (!v.shapeClass.empty()) shape["degenerate"] = v.shapeClass;
-    j["violations"].push_back({{"signature", v.signature},
-                               {"kind", std::string(kindName(v.kind))},
-                               {"tag", v.tag},
-                               {"count", v.count},
-                               {"reproducer", v.reproducer},
-                               {"shape", shape}});
+    j["violations"].push_back(
+        findingJSON(v.signature, v.kind, v.tag, v.count, v.reproducer, std::move(shape)));
   }
   return j;
 }
@@ -431,10 +384,7 @@ std::string summaryText(const CampaignSummary& s) {
                        s.skippedTooSlow);
   }
   if (s.violations.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
+    out += insufficientCoverageLine(s.tokens, s.minTokens, s.abstained, s.cases);
     if (s.tokens < s.minTokens && s.medianCallSeconds > 0) {
       out += fmt::format(
           "the router's calls took {:.3g} s each (median): a longer --seconds "
@@ -442,7 +392,7 @@ std::string summaryText(const CampaignSummary& s) {
           s.medianCallSeconds);
     }
   }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  out += interruptedLine(s.interrupted);
   return out;
 }
 

@@ -1,14 +1,14 @@
 #include "moe/fuzz/dispatch_campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 #include "moe/oracle/dispatch.hpp"
 
 #ifndef MOE_ORACLE_VERSION
@@ -88,20 +88,6 @@ DispatchOutput outputFromJSON(const nlohmann::json& j, const DispatchCase& c) {
     out.fault = DoorFault{*kind, f.at("detail").get<std::string>(), f.at("tag").get<std::string>()};
   }
   return out;
-}
-
-std::string writeFile(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(2) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  return path;
 }
 
 // A list told compactly: "[3, 7, 12]" or its first entries.
@@ -212,15 +198,12 @@ void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, Dispatc
     f.count = same->count;
     f.drawn = same->drawn;
   }
-  std::string stem = fmt::format("{}-{}", d.name(), kindName(v.kind));
-  if (!v.tag.empty()) stem += "-" + v.tag;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
   const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
                                      {"seed", o.seed},
                                      {"impl", d.name()},
                                      {"abi", "moe_dispatch_v1"}};
-  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
-                           dispatchReproducerFile(d, c, out, v, provenance));
+  f.reproducer = writeReproducer(reproducerPath(o.outDir, d.name(), v.kind, v.tag, "", o.seed),
+                                 dispatchReproducerFile(d, c, out, v, provenance));
   if (same != s.findings.end()) {
     *same = std::move(f);
   } else {
@@ -231,23 +214,16 @@ void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, Dispatc
 }  // namespace
 
 DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignOptions& o) {
-  using Clock = std::chrono::steady_clock;
   DispatchSummary s;
   s.impl = d.name();
   s.seed = o.seed;
   s.minTokens = o.minTokens;
   s.contract = dispatchContractJSON(d.contract());
   std::mt19937_64 rng(o.seed);
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  RunClock clock(o);
+  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerSlot = 0;  // the kernel's own cost, to keep large cases inside the limit
-  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
-    if (o.stop && *o.stop) {
-      s.interrupted = true;
-      break;
-    }
+  while (clock.another(s.cases, &s.interrupted)) {
     DispatchDraw draw = o.draw;
     // A case of 2^24 slots only when the kernel's cost so far says it ends in time.
     draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed();
@@ -283,18 +259,12 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
       addFinding(s, d, c, out, v, o);
       if (!o.keepGoing) break;
     }
-    if (o.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu slots%s",
-                     terminal ? "\r" : "", d.name().c_str(), elapsed(),
-                     static_cast<unsigned long long>(s.cases),
-                     static_cast<unsigned long long>(s.slots), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} slots", d.name(),
+                                 elapsed(), s.cases, s.slots));
     }
   }
-  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   return s;
 }
@@ -312,14 +282,11 @@ nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
   j["abstained"] = s.abstained;
   j["violation_cases"] = s.violationCases;
   j["contract"] = s.contract;
-  auto map = [](const std::map<std::string, uint64_t>& m) {
-    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
-  };
-  j["coverage"] = {{"slots", map(s.slotBands)},
-                   {"block", map(s.blocks)},
-                   {"capacity", map(s.capacity)},
+  j["coverage"] = {{"slots", countsJSON(s.slotBands)},
+                   {"block", countsJSON(s.blocks)},
+                   {"capacity", countsJSON(s.capacity)},
                    {"outside_domain", s.outsideDomain},
-                   {"abstain_reasons", map(s.abstainReasons)},
+                   {"abstain_reasons", countsJSON(s.abstainReasons)},
                    {"min_tokens", s.minTokens},
                    {"insufficient", s.insufficientCoverage()}};
   j["interrupted"] = s.interrupted;
@@ -332,44 +299,28 @@ nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
     };
     nlohmann::json sh = shape(f.smallest);
     sh["drawn"] = shape(f.drawn);
-    j["violations"].push_back({{"signature", f.signature},
-                               {"kind", std::string(kindName(f.kind))},
-                               {"tag", f.tag},
-                               {"count", f.count},
-                               {"reproducer", f.reproducer},
-                               {"shape", sh}});
+    j["violations"].push_back(
+        findingJSON(f.signature, f.kind, f.tag, f.count, f.reproducer, std::move(sh)));
   }
   return j;
 }
 
 std::string dispatchSummaryText(const DispatchSummary& s) {
-  auto bands = [](const std::map<std::string, uint64_t>& m) {
-    std::string out;
-    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
-    return out;
-  };
   std::string out = fmt::format(
       "moe-oracle fuzz {} (moe_dispatch_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
       "abstained, {} with a violation; {} outside the domain, their statuses judged)\n"
       "coverage (cases judged inside the domain; {} tokens, {} slots): slots{}; block{}; "
       "capacity{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.abstained, s.violationCases, s.outsideDomain,
-      s.tokens, s.slots, bands(s.slotBands), bands(s.blocks), bands(s.capacity));
-  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+      s.tokens, s.slots, countsText(s.slotBands), countsText(s.blocks), countsText(s.capacity));
+  if (s.abstained > 0)
+    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
   for (const auto& f : s.findings) {
-    out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
-                       kindName(f.kind), f.signature, f.count,
-                       f.reproducer.empty() ? "(not saved)" : f.reproducer,
-                       dispatchShapeText(f.smallest), dispatchShapeText(f.drawn));
+    out += findingLine(f.kind, f.signature, f.count, f.reproducer, dispatchShapeText(f.smallest),
+                       dispatchShapeText(f.drawn));
   }
-  if (s.findings.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
-  }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
-  return out;
+  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
+                            s.abstained, s.cases, s.interrupted);
 }
 
 bool isDispatchVectorFile(const nlohmann::json& file) {

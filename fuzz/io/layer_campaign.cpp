@@ -1,7 +1,6 @@
 #include "moe/fuzz/layer_campaign.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -9,7 +8,9 @@
 #include <fstream>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
+#include "moe/fuzz/summary_parts.hpp"
 
 #ifndef MOE_ORACLE_VERSION
 #define MOE_ORACLE_VERSION "unknown"
@@ -72,20 +73,6 @@ LayerOutput outputFromJSON(const nlohmann::json& j, const LayerCase& c) {
   out.abstained = out.status != 0;
   if (out.abstained) out.abstainReason = fmt::format("returned {}", out.status);
   return out;
-}
-
-std::string writeFile(const std::string& path, const nlohmann::json& file) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path);
-  out << file.dump(1) << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
-                 path.c_str());
-    return "";
-  }
-  return path;
 }
 
 }  // namespace
@@ -164,22 +151,19 @@ void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool ro
   f.report = layerReport(kernel.name(), c, r);
   f.count = 1;
   f.smallest = layerShapeText(c);
-  std::string stem = fmt::format("{}-{}", kernel.name(), kindName(f.kind));
-  if (!f.tag.empty()) stem += "-" + f.tag;
-  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
   const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
                                      {"seed", o.seed},
                                      {"impl", kernel.name()},
                                      {"abi", "moe_layer_v1"}};
-  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
-                           layerReproducerFile(kernel, c, routed, r, provenance));
+  f.reproducer = writeReproducer(reproducerPath(o.outDir, kernel.name(), f.kind, f.tag, "", o.seed),
+                                 layerReproducerFile(kernel, c, routed, r, provenance));
   s.findings.push_back(std::move(f));
 }
 
 }  // namespace
 
 LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& o) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;  // a case's own cost
   LayerSummary s;
   s.impl = kernel.name();
   s.seed = o.seed;
@@ -187,16 +171,10 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
   s.contract = contractJSON(kernel.contract());
   SeededSource src(o.seed);
   Judge judge;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
-  const auto start = Clock::now();
-  auto lastProgress = start;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  RunClock clock(o);
+  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerWork = 0;  // the judge's and kernel's cost so far, to keep cases in time
-  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
-    if (o.stop && *o.stop) {
-      s.interrupted = true;
-      break;
-    }
+  while (clock.another(s.cases, &s.interrupted)) {
     LayerDraw draw = o.draw;
     // A case may cost at most a tenth of the time left (never less than the smallest).
     if (secondsPerWork > 0) {
@@ -242,26 +220,17 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
       addFinding(s, kernel, c, routed, std::move(r), judge, o);
       if (!o.keepGoing) break;
     }
-    if (o.progress) {
-      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
-      if (Clock::now() - lastProgress > every) {
-        lastProgress = Clock::now();
-        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens%s",
-                     terminal ? "\r" : "", kernel.name().c_str(), elapsed(),
-                     static_cast<unsigned long long>(s.cases),
-                     static_cast<unsigned long long>(s.tokens), terminal ? " " : "\n");
-      }
+    if (clock.progressDue()) {
+      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens", kernel.name(),
+                                 elapsed(), s.cases, s.tokens));
     }
   }
-  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  clock.finish();
   s.seconds = elapsed();
   return s;
 }
 
 nlohmann::json layerSummaryJSON(const LayerSummary& s) {
-  auto map = [](const std::map<std::string, uint64_t>& m) {
-    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
-  };
   nlohmann::json j = {{"impl", s.impl},
                       {"abi", "moe_layer_v1"},
                       {"seed", s.seed},
@@ -274,54 +243,41 @@ nlohmann::json layerSummaryJSON(const LayerSummary& s) {
                       {"tokens", s.tokens},
                       {"contract", s.contract},
                       {"interrupted", s.interrupted}};
-  j["coverage"] = {{"styles", map(s.styles)},
-                   {"shapes", map(s.shapes)},
-                   {"dtype", map(s.dtypes)},
-                   {"routing", map(s.routing)},
-                   {"acceptable_reasons", map(s.acceptableReasons)},
-                   {"abstain_reasons", map(s.abstainReasons)},
+  j["coverage"] = {{"styles", countsJSON(s.styles)},
+                   {"shapes", countsJSON(s.shapes)},
+                   {"dtype", countsJSON(s.dtypes)},
+                   {"routing", countsJSON(s.routing)},
+                   {"acceptable_reasons", countsJSON(s.acceptableReasons)},
+                   {"abstain_reasons", countsJSON(s.abstainReasons)},
                    {"min_tokens", s.minTokens},
                    {"insufficient", s.insufficientCoverage()}};
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
-    j["violations"].push_back({{"signature", f.signature},
-                               {"kind", std::string(kindName(f.kind))},
-                               {"tag", f.tag},
-                               {"count", f.count},
-                               {"reproducer", f.reproducer},
-                               {"shape", f.smallest},
-                               {"drawn", f.drawn}});
+    nlohmann::json finding =
+        findingJSON(f.signature, f.kind, f.tag, f.count, f.reproducer, f.smallest);
+    finding["drawn"] = f.drawn;
+    j["violations"].push_back(std::move(finding));
   }
   return j;
 }
 
 std::string layerSummaryText(const LayerSummary& s) {
-  auto bands = [](const std::map<std::string, uint64_t>& m) {
-    std::string out;
-    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
-    return out;
-  };
   std::string out = fmt::format(
       "moe-oracle fuzz {} (moe_layer_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
       "acceptable, {} abstained, {} with a violation)\n"
       "coverage ({} tokens judged): values{}; shapes{}; dtype{}; routing{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.acceptable, s.abstained, s.violationCases,
-      s.tokens, bands(s.styles), bands(s.shapes), bands(s.dtypes), bands(s.routing));
-  if (s.acceptable > 0) out += fmt::format("acceptable tokens:{}\n", bands(s.acceptableReasons));
-  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+      s.tokens, countsText(s.styles), countsText(s.shapes), countsText(s.dtypes),
+      countsText(s.routing));
+  if (s.acceptable > 0)
+    out += fmt::format("acceptable tokens:{}\n", countsText(s.acceptableReasons));
+  if (s.abstained > 0)
+    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
   for (const auto& f : s.findings) {
-    out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
-                       kindName(f.kind), f.signature, f.count,
-                       f.reproducer.empty() ? "(not saved)" : f.reproducer, f.smallest, f.drawn);
+    out += findingLine(f.kind, f.signature, f.count, f.reproducer, f.smallest, f.drawn);
   }
-  if (s.findings.empty() && s.insufficientCoverage()) {
-    out += fmt::format(
-        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
-        "abstained: this run is not a pass (exit 3)\n",
-        s.tokens, s.minTokens, s.abstained, s.cases);
-  }
-  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
-  return out;
+  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
+                            s.abstained, s.cases, s.interrupted);
 }
 
 bool isLayerVectorFile(const nlohmann::json& file) {

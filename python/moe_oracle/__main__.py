@@ -12,7 +12,7 @@ import json
 import signal
 import sys
 
-from . import _fuzz
+from . import _core, _fuzz
 
 
 class _Terminated(KeyboardInterrupt):
@@ -48,6 +48,37 @@ def _contract_arg(text):
     return json.loads(text)
 
 
+_TYPES = {"number": float, "whole": int, "text": str}
+
+
+def _main_options():
+    """The options of `python -m moe_oracle fuzz`: the fuzz run's one table
+    (moe/fuzz/fuzz_request.hpp), the rows marked for it."""
+    return [o for o in _core.fuzz_options() if "main" in o["where"]]
+
+
+def _argument(option):
+    """argparse's add_argument keywords for one row of the table."""
+    help_text = option["help"].replace("%", "%%")
+    if option["kind"] == "flag":
+        return {"action": "store_true", "help": help_text}
+    argument = {"type": _TYPES[option["kind"]], "default": option["default"], "help": help_text}
+    if option["choices"]:
+        argument["choices"] = option["choices"]
+    return argument
+
+
+def _keywords(args):
+    """The keywords of moe_oracle.fuzz from the parsed options (--json is the printing's)."""
+    keywords = {}
+    for option in _main_options():
+        if not option["keyword"]:
+            continue
+        value = getattr(args, option["flag"][2:].replace("-", "_"))
+        keywords[option["keyword"]] = (not value) if option["inverted"] else value
+    return keywords
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python3 -m moe_oracle",
@@ -60,32 +91,10 @@ def _parser():
                     'with "abi": "moe_route_v2" (docs/python.md, "The routing family").')
     fuzz.add_argument("target", help="package.module:function (imported from the current "
                                      "directory and sys.path)")
-    fuzz.add_argument("--seconds", type=float, default=10, help="time limit (default 10)")
-    fuzz.add_argument("--seed", type=int, help="seed of the case stream (default: random)")
-    fuzz.add_argument("--out", default="moe-oracle-out",
-                      help="where reproducers go (default ./moe-oracle-out)")
-    fuzz.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
-    fuzz.add_argument("--keep-going", action="store_true",
-                      help="count every kind to the time limit instead of stopping at the first")
     fuzz.add_argument("--contract", help="the contract as JSON, or @FILE (default: the one the "
                                          "function carries, see moe_oracle.with_contract)")
-    fuzz.add_argument("--tie-order", choices=["lowest-index", "any"],
-                      help="who wins an exact tie (overrides the contract's tie_order)")
-    fuzz.add_argument("--experts", help="experts to draw: values and ranges, e.g. 1-64,128")
-    fuzz.add_argument("--k", help="k to draw: values and ranges (default 0 to E+2 per case)")
-    fuzz.add_argument("--tokens", help="batch sizes to draw: values and ranges")
-    fuzz.add_argument("--family", help="moe_route_v2: the model recipes the router implements, "
-                                       "e.g. deepseek-v3 or llama4,mixtral (replaces the "
-                                       "contract's families)")
-    fuzz.add_argument("--shrink-seconds", type=float, default=10,
-                      help="time cap on shrinking each violation (default 10; 0: none)")
-    fuzz.add_argument("--min-tokens", type=int, default=1000,
-                      help="fewer tokens judged is insufficient coverage, exit 3 (default 1000)")
-    fuzz.add_argument("--gate-factor", type=float, help="gate budget: multiple of the binary32 "
-                                                        "spec's own gate error")
-    fuzz.add_argument("--gate-ulp", type=float, help="gate budget: extra ulps of the exact gate")
-    fuzz.add_argument("--no-analytic-floor", action="store_true",
-                      help="drop the derived first-order gate bound from the budget")
+    for option in _main_options():
+        fuzz.add_argument(option["flag"], **_argument(option))
     return parser
 
 
@@ -99,13 +108,7 @@ def _run(args):
         return 2
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        report = _fuzz.fuzz(
-            fn, k=args.k, contract=contract, seconds=args.seconds, seed=args.seed, out=args.out,
-            keep_going=args.keep_going, experts=args.experts, tokens=args.tokens,
-            family=args.family,
-            shrink_seconds=args.shrink_seconds, min_tokens=args.min_tokens,
-            tie_order=args.tie_order, gate_factor=args.gate_factor, gate_ulp=args.gate_ulp,
-            analytic_floor=not args.no_analytic_floor, progress=True)
+        report = _fuzz.fuzz(fn, contract=contract, progress=True, **_keywords(args))
     except (ValueError, TypeError, OSError) as e:  # a bad contract, shape list or --out
         print(f"moe_oracle fuzz: {e}", file=sys.stderr)
         return 2

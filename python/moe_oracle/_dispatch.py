@@ -17,7 +17,7 @@ import random
 import numpy as np
 
 from . import _arrays, _contract, _core
-from ._fuzz import FuzzReport, Unsupported, _writable_out
+from ._fuzz import FuzzReport, Unsupported
 
 _DEFAULT_CONTRACT = {"abi": "moe_dispatch_v1"}
 
@@ -96,7 +96,7 @@ def fuzz_dispatch(fn, contract=None, seconds=60, seed=None, out=None, keep_going
     answer = _core.fuzz_dispatch(
         _dispatch_for(fn, array), Unsupported, name or contract_name or _contract.name_of(fn),
         text, seconds=float(seconds), seed=int(seed), max_cases=int(max_cases),
-        out=_writable_out(out or "moe-oracle-out"), keep_going=bool(keep_going),
+        out=out or None, keep_going=bool(keep_going),
         shrink_seconds=float(shrink_seconds), min_tokens=int(min_tokens),
         progress=bool(progress), tokens=_arrays.set_text(tokens, "tokens"),
         k=_arrays.set_text(k, "k"), experts=_arrays.set_text(experts, "experts"),

@@ -1,7 +1,6 @@
 """fuzz: the command's campaign, with a Python function as the router."""
 
 import json
-import os
 import random
 from collections.abc import Mapping
 
@@ -119,14 +118,6 @@ def _route_for(fn, array, v2=False):
     return route_v2 if v2 else route
 
 
-def _writable_out(out):
-    # As the command: made and tried before any case runs, so a finding is never lost to it.
-    os.makedirs(out, exist_ok=True)
-    if not os.access(out, os.W_OK):
-        raise PermissionError(f"out: {out} cannot be written")
-    return out
-
-
 def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=False,
          experts=None, tokens=None, *, family=None, shrink_seconds=10, min_tokens=1000, max_cases=0,
          tie_order=None, gate_factor=None, gate_ulp=None, analytic_floor=True, progress=False,
@@ -162,18 +153,16 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
         seed = random.SystemRandom().randrange(2**32)
     if family is not None and not isinstance(family, str):
         family = ",".join(family)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ValueError("jobs: a whole number >= 1, got %r" % (jobs,))
     route = _route_for(fn, array, v2)
     answer = _core.fuzz(
         route, Unsupported, name or contract_name or _contract.name_of(fn), text,
         seconds=float(seconds), seed=int(seed), max_cases=int(max_cases),
-        out=_writable_out(out or "moe-oracle-out"), keep_going=bool(keep_going),
+        out=out or None, keep_going=bool(keep_going),
         shrink_seconds=float(shrink_seconds), min_tokens=int(min_tokens),
         progress=bool(progress), experts=_arrays.set_text(experts, "experts"),
         k=_arrays.set_text(k, "k"), tokens=_arrays.set_text(tokens, "tokens"),
         family=family or "",
         tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
-        analytic_floor=analytic_floor, jobs=jobs or 0)
+        analytic_floor=analytic_floor, jobs=jobs)
     return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
                       answer["exit_code"])

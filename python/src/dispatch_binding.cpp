@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "dispatch_bindings.hpp"
+#include "fuzz_request.hpp"
 #include "moe/fuzz/dispatch_campaign.hpp"
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "python_dispatcher.hpp"
@@ -18,33 +19,12 @@ namespace moe::python {
 
 namespace {
 
-struct DispatchFuzzArguments {
-  double seconds = 60;
-  uint64_t seed = 1;
-  uint64_t maxCases = 0;
-  std::string out;
-  bool keepGoing = false;
-  double shrinkSeconds = 10;
-  uint64_t minTokens = 1000;
-  bool progress = false;
-  std::string tokens, k, experts, block, capacity;
-};
-
 py::dict fuzzDispatchFunction(py::object dispatch, py::object unsupported, const std::string& name,
-                              const std::string& contractJson, const DispatchFuzzArguments& a) {
+                              const std::string& contractJson, const fuzz::FuzzRequest& request) {
   fuzz::DispatchContract contract = fuzz::parseDispatchContract(contractJson);
-  fuzz::DispatchCampaignOptions options;
-  options.draw.shapes =
-      fuzz::dispatchShapesFor(contract.shapes, a.tokens, a.k, a.experts, a.block, a.capacity);
+  fuzz::DispatchCampaignOptions options = fuzz::dispatchCampaignOptions(request, contract.shapes);
   options.draw.domainOnly = true;  // a function has no statuses, no NULL and no max_rows
-  options.seconds = a.seconds;
-  options.seed = a.seed;
-  options.maxCases = a.maxCases;
-  options.outDir = a.out;
-  options.keepGoing = a.keepGoing;
-  options.shrinkSeconds = a.shrinkSeconds;
-  options.minTokens = a.minTokens;
-  options.progress = a.progress;
+  checkOut(request);
   const PythonDispatcher d(name, std::move(contract), std::move(dispatch), std::move(unsupported));
   options.stop = d.stopFlag();
   fuzz::DispatchSummary s;
@@ -52,15 +32,7 @@ py::dict fuzzDispatchFunction(py::object dispatch, py::object unsupported, const
     py::gil_scoped_release release;
     s = fuzz::runDispatchCampaign(d, options);
   }
-  s.interrupted = s.interrupted || d.interrupted();
-  std::vector<std::string> reports;
-  for (const auto& f : s.findings) reports.push_back(f.report);
-  py::dict answer;
-  answer["summary"] = fuzz::dispatchSummaryJSON(s).dump();
-  answer["text"] = fuzz::dispatchSummaryText(s);
-  answer["reports"] = reports;
-  answer["exit_code"] = s.interrupted ? 130 : s.exitCode();
-  return answer;
+  return answerOf(fuzz::runOutcome(s), s.interrupted || d.interrupted());
 }
 
 using Dense = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
@@ -112,22 +84,15 @@ void bindDispatch(py::module_& m) {
   m.def(
       "fuzz_dispatch",
       [](py::object dispatch, py::object unsupported, const std::string& name,
-         const std::string& contract, double seconds, uint64_t seed, uint64_t maxCases,
-         const std::string& out, bool keepGoing, double shrinkSeconds, uint64_t minTokens,
-         bool progress, const std::string& tokens, const std::string& k, const std::string& experts,
-         const std::string& block, const std::string& capacity) {
-        const DispatchFuzzArguments a{seconds,       seed,      maxCases, out,    keepGoing,
-                                      shrinkSeconds, minTokens, progress, tokens, k,
-                                      experts,       block,     capacity};
-        return fuzzDispatchFunction(std::move(dispatch), std::move(unsupported), name, contract, a);
+         const std::string& contract, const py::kwargs& keywords) {
+        return fuzzDispatchFunction(std::move(dispatch), std::move(unsupported), name, contract,
+                                    requestOf(keywords, fuzz::kPythonDispatch));
       },
       py::arg("dispatch"), py::arg("unsupported"), py::arg("name"), py::arg("contract"),
-      py::arg("seconds"), py::arg("seed"), py::arg("max_cases"), py::arg("out"),
-      py::arg("keep_going"), py::arg("shrink_seconds"), py::arg("min_tokens"), py::arg("progress"),
-      py::arg("tokens"), py::arg("k"), py::arg("experts"), py::arg("block"), py::arg("capacity"),
       "Runs the dispatch door's campaign on dispatch(ids, k, experts, block, capacity) -> "
-      "(sorted_slots, block_expert, rows); returns the --json summary (text), the summary "
-      "text, the violation reports and the exit code.");
+      "(sorted_slots, block_expert, rows), with the keywords of fuzz_options() that "
+      "moe_oracle.fuzz_dispatch takes; returns the --json summary (text), the summary text, "
+      "the violation reports and the exit code.");
   m.def("judge_dispatch", &judgeDispatchAnswer, py::arg("ids"), py::arg("tokens"), py::arg("k"),
         py::arg("experts"), py::arg("block"), py::arg("capacity"), py::arg("sorted_slots"),
         py::arg("block_expert"), py::arg("rows"), py::arg("contract"),

@@ -6,14 +6,15 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <cctype>
 #include <cstring>
 
 #include "bindings.hpp"
 #include "family.hpp"
+#include "fuzz_request.hpp"
 #include "moe/fuzz/layer_campaign.hpp"
 #include "moe/fuzz/layer_draw.hpp"
 #include "moe/route_abi.h"
+#include "python_errors.hpp"
 
 namespace py = pybind11;
 
@@ -130,18 +131,6 @@ py::dict judgeLayer(const py::handle& x, const py::handle& logits, const py::han
   return answer;
 }
 
-std::string typeTag(const py::error_already_set& e) {
-  std::string tag = "Exception";
-  try {
-    tag = py::handle(e.type()).attr("__name__").cast<std::string>();
-  } catch (const std::exception&) {
-  }
-  for (char& ch : tag) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) ch = '_';
-  }
-  return tag;
-}
-
 // The Python function as a layer: call(x, logits, w13, w2, k, family_tuple, dtype) returns
 // (y, ids or None, gates or None); the Unsupported exception abstains; any other is a
 // finding of kind exception with its traceback; Ctrl-C ends the run.
@@ -192,9 +181,9 @@ struct PythonLayer {
         a.stopped = true;
         return a;
       }
-      a.fault = fuzz::RouteFault{fuzz::ViolationKind::kException,
-                                 fmt::format("the function raised {}: {}", typeTag(e), e.what()),
-                                 typeTag(e)};
+      a.fault = fuzz::RouteFault{
+          fuzz::ViolationKind::kException,
+          fmt::format("the function raised {}: {}", exceptionTag(e), e.what()), exceptionTag(e)};
       return a;
     } catch (const std::exception& e) {
       a.fault = fuzz::RouteFault{fuzz::ViolationKind::kException,
@@ -204,34 +193,12 @@ struct PythonLayer {
   }
 };
 
-struct LayerFuzzArguments {
-  double seconds = 60;
-  uint64_t seed = 1, maxCases = 0;
-  std::string out;
-  bool keepGoing = false;
-  double shrinkSeconds = 10;
-  uint64_t minTokens = 1000;
-  bool progress = false;
-  std::string tokens, k, experts, hidden, intermediate, family;
-};
-
 py::dict fuzzLayer(py::object call, py::object unsupported, const std::string& name,
-                   const std::string& contractText, const LayerFuzzArguments& a) {
+                   const std::string& contractText, const fuzz::FuzzRequest& request) {
   fuzz::Contract contract = layerContract(contractText);
-  fuzz::LayerCampaignOptions o;
-  o.draw = fuzz::layerDrawFor(contract, a.tokens, a.k, a.experts, a.hidden, a.intermediate);
-  if (!a.family.empty()) {
-    o.draw.familySet = fuzz::familiesOfRecipes(a.family, "family");
-    o.draw.families = true;
-  }
-  o.seconds = a.seconds;
-  o.seed = a.seed;
-  o.maxCases = a.maxCases;
-  o.outDir = a.out;
-  o.keepGoing = a.keepGoing;
-  o.shrinkSeconds = a.shrinkSeconds;
-  o.minTokens = a.minTokens;
-  o.progress = a.progress;
+  fuzz::LayerCampaignOptions o =
+      fuzz::layerCampaignOptions(request, contract, fuzz::FuzzDoor::kPython);
+  checkOut(request);
   auto stop = std::make_shared<volatile std::sig_atomic_t>(0);
   o.stop = stop.get();
   const auto kernel = fuzz::makeFunctionLayer(
@@ -241,14 +208,7 @@ py::dict fuzzLayer(py::object call, py::object unsupported, const std::string& n
     py::gil_scoped_release release;
     s = fuzz::runLayerCampaign(*kernel, o);
   }
-  std::vector<std::string> reports;
-  for (const auto& f : s.findings) reports.push_back(f.report);
-  py::dict answer;
-  answer["summary"] = fuzz::layerSummaryJSON(s).dump();
-  answer["text"] = fuzz::layerSummaryText(s);
-  answer["reports"] = reports;
-  answer["exit_code"] = s.interrupted ? 130 : s.exitCode();
-  return answer;
+  return answerOf(fuzz::runOutcome(s), s.interrupted);
 }
 
 }  // namespace
@@ -262,22 +222,14 @@ void bindLayer(py::module_& m) {
   m.def(
       "fuzz_layer",
       [](py::object call, py::object unsupported, const std::string& name,
-         const std::string& contract, double seconds, uint64_t seed, uint64_t maxCases,
-         const std::string& out, bool keepGoing, double shrinkSeconds, uint64_t minTokens,
-         bool progress, const std::string& tokens, const std::string& k, const std::string& experts,
-         const std::string& hidden, const std::string& intermediate, const std::string& family) {
-        const LayerFuzzArguments a{seconds,       seed,      maxCases,     out,    keepGoing,
-                                   shrinkSeconds, minTokens, progress,     tokens, k,
-                                   experts,       hidden,    intermediate, family};
-        return fuzzLayer(std::move(call), std::move(unsupported), name, contract, a);
+         const std::string& contract, const py::kwargs& keywords) {
+        return fuzzLayer(std::move(call), std::move(unsupported), name, contract,
+                         requestOf(keywords, fuzz::kPythonLayer));
       },
       py::arg("call"), py::arg("unsupported"), py::arg("name"), py::arg("contract"),
-      py::arg("seconds"), py::arg("seed"), py::arg("max_cases"), py::arg("out"),
-      py::arg("keep_going"), py::arg("shrink_seconds"), py::arg("min_tokens"), py::arg("progress"),
-      py::arg("tokens"), py::arg("k"), py::arg("experts"), py::arg("hidden"),
-      py::arg("intermediate"), py::arg("family"),
       "Runs the command's layer campaign on call(x, logits, w13, w2, k, family, dtype) -> (y, "
-      "ids or None, gates or None); returns the --json summary (text), the summary text, the "
+      "ids or None, gates or None), with the keywords of fuzz_options() that "
+      "moe_oracle.fuzz_layer takes; returns the --json summary (text), the summary text, the "
       "reports and the exit code.");
   m.def(
       "draw_layer_case",

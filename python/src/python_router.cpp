@@ -3,49 +3,17 @@
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
 
-#include <cctype>
 #include <cstring>
 
 #include "family.hpp"
 #include "moe/route_abi.h"
+#include "python_errors.hpp"
 
 namespace py = pybind11;
 
 namespace moe::python {
 
 namespace {
-
-// The exception's type name, made fit for a signature line ("ValueError", "my_Error").
-std::string typeTag(const py::error_already_set& e) {
-  std::string name = "Exception";
-  try {
-    name = py::handle(e.type()).attr("__name__").cast<std::string>();
-  } catch (const std::exception&) {
-  }
-  for (char& ch : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) ch = '_';
-  }
-  return name;
-}
-
-// Python's own rendering of the exception and its traceback (traceback.format_exception),
-// so the certificate reads as the user would see it in a terminal. The outermost frame is
-// the package's wrapper (moe_oracle/_fuzz.py, route), the same in every finding: it is left
-// out when the exception came from deeper, from the user's function.
-std::string traceback(const py::error_already_set& e) {
-  try {
-    py::object frames = e.trace();
-    if (!frames.is_none() && !frames.attr("tb_next").is_none()) frames = frames.attr("tb_next");
-    py::list lines =
-        py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), frames);
-    std::string text;
-    for (const py::handle line : lines) text += line.cast<std::string>();
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    return text;
-  } catch (const std::exception&) {
-    return e.what();  // pybind11's rendering, when the traceback module itself fails
-  }
-}
 
 template <class T>
 using Dense = py::array_t<T, py::array::c_style | py::array::forcecast>;
@@ -120,8 +88,8 @@ int PythonRouter::callPython(int32_t tokens, int32_t experts, int32_t k, const f
       return MOE_ROUTE_EUNSUPPORTED;
     }
     fault.kind = fuzz::ViolationKind::kException;
-    fault.tag = typeTag(e);
-    fault.detail = fmt::format("the function raised {}:\n{}", fault.tag, traceback(e));
+    fault.tag = exceptionTag(e);
+    fault.detail = fmt::format("the function raised {}:\n{}", fault.tag, exceptionTraceback(e));
     return 0;
   } catch (const py::cast_error& e) {
     fault.kind = fuzz::ViolationKind::kException;

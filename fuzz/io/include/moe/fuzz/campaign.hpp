@@ -15,25 +15,17 @@
 #include "moe/fuzz/call_cost.hpp"
 #include "moe/fuzz/coverage_shares.hpp"
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/run_loop.hpp"
 #include "moe/fuzz/shapes.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
 
-struct CampaignOptions {
-  double seconds = 10;
-  uint64_t seed = 1;
-  uint64_t maxCases = 0;  // 0 = only the time limit
-  std::string outDir = "moe-oracle-out";
+struct CampaignOptions : RunOptions {
   VerdictConfig config;
   ShapeSpace shapes;
   // --family / fuzz(family=...): replaces the contract's "families" (what is drawn).
   std::optional<Families> families;
-  bool keepGoing = false;     // count every finding by kind instead of stopping at the first
-  double shrinkSeconds = 10;  // the cap on shrinking one violation (0: no shrinking)
-  uint64_t minTokens = 1000;  // fewer judged tokens is insufficient coverage (exit 3)
-  bool progress = true;       // progress on stderr: \r on a terminal, a line every 10 s else
-  const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler: end cleanly
 };
 
 // One distinct fault: a kind, its tag (a crash's signal, an exception's type) and the

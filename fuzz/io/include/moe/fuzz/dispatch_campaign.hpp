@@ -13,21 +13,13 @@
 
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/fuzz/dispatcher.hpp"
+#include "moe/fuzz/run_loop.hpp"
 #include "moe/fuzz/vectors.hpp"
 
 namespace moe::fuzz {
 
-struct DispatchCampaignOptions {
-  double seconds = 10;
-  uint64_t seed = 1;
-  uint64_t maxCases = 0;  // 0: only the time limit
-  std::string outDir = "moe-oracle-out";
+struct DispatchCampaignOptions : RunOptions {
   DispatchDraw draw;
-  bool keepGoing = false;
-  double shrinkSeconds = 10;
-  uint64_t minTokens = 1000;
-  bool progress = true;
-  const volatile std::sig_atomic_t* stop = nullptr;
 };
 
 // One distinct fault (kind and tag), its count and its smallest shrunk reproducer.
