@@ -76,6 +76,7 @@ int runLayerFuzz(const LayerFuzzArgs& a) {
   LayerCampaignOptions o;
   try {
     o.draw = layerDrawFor(kernel->contract(), a.tokens, a.k, a.experts, a.hidden, a.intermediate);
+    o.draw.badCalls = true;  // a C ABI has statuses to judge
     if (!a.family.empty()) {
       o.draw.familySet = familiesOfRecipes(a.family, "--family");
       o.draw.families = true;
