@@ -27,6 +27,8 @@ struct LayerFinding {
   int status = 0;
   std::optional<std::string> fault;  // the call's fault as recorded (crash, hang, stray write)
   std::vector<float> y;              // as recorded (empty after a fault)
+  std::vector<int32_t> ids;          // the routing returned, as recorded (routed only)
+  std::vector<float> gates;
 };
 
 LayerFinding readFinding(const nlohmann::json& t) {
@@ -46,6 +48,10 @@ LayerFinding readFinding(const nlohmann::json& t) {
       f.fault = out["fault"].value("detail", std::string("the call failed"));
     } else {
       for (const auto& v : out.at("y")) f.y.push_back(parseHex32(v.get<std::string>()));
+      if (out.value("routed", false) && out.contains("ids") && out.contains("gates")) {
+        f.ids = out["ids"].get<std::vector<int32_t>>();
+        for (const auto& v : out["gates"]) f.gates.push_back(parseHex32(v.get<std::string>()));
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(fmt::format("tcId {}: {}", f.tcId, e.what()));
@@ -180,6 +186,44 @@ void cCall(fmt::memory_buffer& out, const LayerFinding& f) {
                  f.routed ? "ids" : "NULL", f.routed ? "gates" : "NULL");
 }
 
+// A finding with the routing returned is judged against that routing's exact gates, which
+// is tighter than any routing the verdict accepts: when the layer returns the recorded
+// routing again, y is held to it (the spec's sparse forward over those experts and gates).
+void cReturnedRouting(fmt::memory_buffer& out, const LayerFinding& f) {
+  const LayerCase& c = f.c;
+  const auto from = static_cast<size_t>(f.token) * c.k;
+  const auto k = static_cast<size_t>(c.k);
+  if (!f.routed || f.ids.size() < from + k || f.gates.size() < from + k) return;
+  const std::vector<int32_t> ids(f.ids.begin() + from, f.ids.begin() + from + k);
+  const std::vector<float> gates(f.gates.begin() + from, f.gates.begin() + from + k);
+  bool overflow = false;
+  const LayerTokenReference r = layerRoutingReference(c, f.token, ids, gates, f.contract, overflow);
+  if (overflow) return;
+  std::string gateBits;
+  for (size_t i = 0; i < gates.size(); ++i) {
+    gateBits += fmt::format("{}0x{:08x}u", i ? ", " : "", std::bit_cast<uint32_t>(gates[i]));
+  }
+  auto to = std::back_inserter(out);
+  fmt::format_to(
+      to,
+      "  /* The routing the layer returned when the finding was made: y is held to "
+      "its exact gates\n     when the layer returns it again. */\n"
+      "  {{\n    static const int32_t rec_ids[] = {{{}}};\n"
+      "    static const uint32_t rec_gates[] = {{{}}};\n"
+      "    static const double rec_ref[] = {{{}}};\n"
+      "    static const double rec_budget[] = {{{}}};\n"
+      "    int s, same = 1;\n"
+      "    for (s = 0; s < {}; ++s) same = same && ids[(size_t)t * {} + s] == rec_ids[s] "
+      "&& same_bits(gates[(size_t)t * {} + s], rec_gates[s]);\n"
+      "    if (same && !within(y + (size_t)t * hidden, rec_ref, rec_budget, hidden, "
+      "NULL)) {{\n"
+      "      printf(\"token %d: the recorded routing again, and y outside its budget: "
+      "the finding reproduces\\n\", t);\n      return 1;\n    }}\n"
+      "    if (!same) printf(\"token %d: a routing other than the recorded one\\n\", "
+      "t);\n  }}\n",
+      intList(ids), gateBits, joined(r.ref, cDouble), joined(r.budget, cDouble), c.k, c.k, c.k);
+}
+
 void cSnippet(fmt::memory_buffer& out, const LayerFinding& f, const std::string& suffix) {
   const LayerCase& c = f.c;
   auto to = std::back_inserter(out);
@@ -240,6 +284,7 @@ void cSnippet(fmt::memory_buffer& out, const LayerFinding& f, const std::string&
                    "  fits |= within(y + (size_t)t * hidden, ref{0}, budget{0}, hidden, {1});\n", r,
                    r == 0 ? "&worst" : "NULL");
   }
+  cReturnedRouting(out, f);
   fmt::format_to(to,
                  "  if (worst >= 0) printf(\"token %d: y[%d] = %.9g; the spec's sparse forward "
                  "over the first routing %.17g, budget %.6g\\n\", t, worst, "
@@ -267,16 +312,16 @@ std::string cProgram(const std::vector<LayerFinding>& findings,
                  "#include <string.h>\n\n#include \"moe/layer_abi.h\"\n\n",
                  findings.size());
   // Only the helpers the findings use (C99 compilers warn of unused static functions).
-  bool statusFinding = false, valueFinding = false;
+  bool needsSameBits = false, valueFinding = false;
   for (const LayerFinding& f : findings) {
     const bool status = !layerDueStatuses(f.c).empty();
-    statusFinding |= status;
+    needsSameBits |= status || (!f.fault && f.routed);
     valueFinding |= !status && !f.fault;
   }
   fmt::format_to(to, "{}",
                  "static float bits(uint32_t b) {\n  float f;\n  memcpy(&f, &b, sizeof f);\n"
                  "  return f;\n}\n");
-  if (statusFinding) {
+  if (needsSameBits) {
     fmt::format_to(to, "{}",
                    "\nstatic int same_bits(float v, uint32_t b) {\n  uint32_t u;\n"
                    "  memcpy(&u, &v, sizeof u);\n  return u == b;\n}\n");
@@ -377,26 +422,59 @@ void pythonSnippet(fmt::memory_buffer& out, const LayerFinding& f) {
     fmt::format_to(to, "    ([{}],\n     [{}],\n     [{}]),\n", intList(r.experts),
                    joined(r.ref, pyDouble), joined(r.budget, pyDouble));
   }
-  fmt::format_to(to, "]\nrecorded_y = f32([{}], T, H)\n\n", pyFloats(f.y));
-  fmt::format_to(to, "{}",
-                 "if layer is not None:\n"
-                 "    out = layer(x, logits, w13, w2, k, family)\n"
-                 "    y = out[0] if isinstance(out, tuple) else out\n"
-                 "    y = y.float().cpu() if hasattr(y, \"cpu\") else y\n"
-                 "    y = np.asarray(y, dtype=np.float32).reshape(T, H)\n"
-                 "else:\n"
-                 "    y = recorded_y\n"
-                 "yt = y[t].astype(np.float64)\n\n\n"
-                 "def fits(ref, budget):\n"
-                 "    return bool(np.all(np.isfinite(yt)) and\n"
-                 "                np.all(np.abs(yt - np.array(ref)) <= np.array(budget)))\n\n\n"
-                 "ref, budget = np.array(acceptable[0][1]), np.array(acceptable[0][2])\n"
-                 "c = int(np.argmax(np.abs(yt - ref) - budget))\n"
-                 "print(f\"token {t}: y[{c}] = {yt[c]!r}; the spec's sparse forward over the "
-                 "first routing {ref[c]!r}, budget {budget[c]:.6g}\")\n"
-                 "assert any(fits(r, b) for _, r, b in acceptable), \\\n"
-                 "    \"y fits none of the routings the verdict accepts: the finding "
-                 "reproduces\"\n");
+  fmt::format_to(to, "]\nrecorded_y = f32([{}], T, H)\n", pyFloats(f.y));
+  // With the routing returned, y is judged against its exact gates: the recorded routing's
+  // reference, held to whenever the routing checked is the recorded one.
+  const auto from = static_cast<size_t>(f.token) * c.k;
+  const auto k = static_cast<size_t>(c.k);
+  bool overflow = true;
+  LayerTokenReference rec;
+  std::vector<float> recGates;
+  if (f.routed && f.ids.size() >= from + k && f.gates.size() >= from + k) {
+    const std::vector<int32_t> ids(f.ids.begin() + from, f.ids.begin() + from + k);
+    recGates.assign(f.gates.begin() + from, f.gates.begin() + from + k);
+    rec = layerRoutingReference(c, f.token, ids, recGates, f.contract, overflow);
+    if (!overflow) {
+      fmt::format_to(to,
+                     "# The routing the layer returned for token t when the finding was made "
+                     "(ids, gates),\n# and the spec's sparse forward over it with its budget: "
+                     "y is held to it when the\n# routing is that one again.\n"
+                     "recorded_routing = ([{}], [{}])\nrecorded_ref = [{}]\n"
+                     "recorded_budget = [{}]\n",
+                     intList(ids), pyFloats(recGates), joined(rec.ref, pyDouble),
+                     joined(rec.budget, pyDouble));
+    }
+  }
+  if (overflow) fmt::format_to(to, "recorded_routing = None\n");
+  fmt::format_to(
+      to, "{}",
+      "\nrouting = None  # (ids, gate bits) of token t, when the layer returns them\n"
+      "if layer is not None:\n"
+      "    out = layer(x, logits, w13, w2, k, family)\n"
+      "    y = out[0] if isinstance(out, tuple) else out\n"
+      "    y = y.float().cpu() if hasattr(y, \"cpu\") else y\n"
+      "    y = np.asarray(y, dtype=np.float32).reshape(T, H)\n"
+      "    if isinstance(out, tuple) and len(out) == 3:\n"
+      "        ids, gates = (np.asarray(v.cpu() if hasattr(v, \"cpu\") else v) for v in out[1:])\n"
+      "        routing = ([int(i) for i in ids.reshape(-1)[t * k:(t + 1) * k]],\n"
+      "                   [int(g) for g in gates.astype(np.float32).reshape(-1)[t * k:(t + 1) * "
+      "k].view(np.uint32)])\n"
+      "else:\n"
+      "    y = recorded_y\n"
+      "    routing = recorded_routing\n"
+      "yt = y[t].astype(np.float64)\n\n\n"
+      "def fits(ref, budget):\n"
+      "    return bool(np.all(np.isfinite(yt)) and\n"
+      "                np.all(np.abs(yt - np.array(ref)) <= np.array(budget)))\n\n\n"
+      "ref, budget = np.array(acceptable[0][1]), np.array(acceptable[0][2])\n"
+      "c = int(np.argmax(np.abs(yt - ref) - budget))\n"
+      "print(f\"token {t}: y[{c}] = {yt[c]!r}; the spec's sparse forward over the first "
+      "routing {ref[c]!r}, budget {budget[c]:.6g}\")\n"
+      "if recorded_routing is not None and routing == recorded_routing:\n"
+      "    assert fits(recorded_ref, recorded_budget), \\\n"
+      "        \"y outside the budget of the recorded routing: the finding reproduces\"\n"
+      "assert any(fits(r, b) for _, r, b in acceptable), \\\n"
+      "    \"y fits none of the routings the verdict accepts: the finding reproduces\"\n");
 }
 
 }  // namespace

@@ -163,6 +163,24 @@ std::vector<LayerTokenReference> layerTokenReferences(const LayerCase& c, int32_
   return out;
 }
 
+LayerTokenReference layerRoutingReference(const LayerCase& c, int32_t t,
+                                          std::span<const int32_t> ids,
+                                          std::span<const float> gates, const Contract& contract,
+                                          bool& overflow) {
+  TermsCache cache{c, t, contract.layer.siluUlp, {}};
+  LayerTokenReference out;
+  for (size_t s = 0; s < ids.size() && s < gates.size(); ++s) {
+    if (ids[s] < 0) continue;
+    out.experts.push_back(ids[s]);
+    out.gates.push_back(gates[s]);
+  }
+  LayerReference r = referenceOf(cache, out.experts, out.gates, {}, contract.layer.budgetFactor);
+  overflow = r.overflow;
+  out.ref = std::move(r.ref);
+  out.budget = std::move(r.budget);
+  return out;
+}
+
 LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Contract& contract,
                                  Judge& routeJudge, const LayerRerun& rerun) {
   LayerCaseResult r;

@@ -187,7 +187,8 @@ TEST(LayerDoor, ExplainAsWritesALayerProgramThatReproduces) {
   EXPECT_NE(py.out.find("layer = None"), std::string::npos) << py.out;
   EXPECT_NE(py.out.find("acceptable = ["), std::string::npos) << py.out;
   std::ofstream(out + "/repro.py") << py.out;
-  const auto compiled = testing::runShell("python3 -m py_compile " + out + "/repro.py 2>&1");
+  const std::string python = *MOE_PYTHON3 ? MOE_PYTHON3 : "python3";
+  const auto compiled = testing::runShell(python + " -m py_compile " + out + "/repro.py 2>&1");
   EXPECT_EQ(compiled.exitCode, 0) << compiled.out;
 
   const std::string statusOut = freshDir("layer-snippet-status");
@@ -206,8 +207,9 @@ TEST(LayerDoor, ExplainAsWritesALayerProgramThatReproduces) {
 
 // The Python program on the recorded y: its assert fails (the finding reproduces).
 TEST(LayerDoor, ThePythonProgramReproducesTheFinding) {
-  if (testing::runShell("python3 -c 'import numpy' 2>&1").exitCode != 0) {
-    GTEST_SKIP() << "python3 without NumPy: the Python program cannot run here";
+  const std::string python = *MOE_PYTHON3 ? MOE_PYTHON3 : "python3";
+  if (testing::runShell(python + " -c 'import numpy' 2>&1").exitCode != 0) {
+    GTEST_SKIP() << python << " without NumPy: the Python program cannot run here";
   }
   const std::string out = freshDir("layer-snippet-python");
   const std::string file = findingOf("missing", out);
@@ -215,7 +217,7 @@ TEST(LayerDoor, ThePythonProgramReproducesTheFinding) {
   const auto py = runOracle("explain --as python " + file);
   ASSERT_EQ(py.exitCode, 0) << py.out;
   std::ofstream(out + "/repro.py") << py.out;
-  const auto ran = testing::runShell("python3 " + out + "/repro.py 2>&1");
+  const auto ran = testing::runShell(python + " " + out + "/repro.py 2>&1");
   EXPECT_EQ(ran.exitCode, 1) << ran.out;
   EXPECT_NE(ran.out.find("AssertionError"), std::string::npos) << ran.out;
 }

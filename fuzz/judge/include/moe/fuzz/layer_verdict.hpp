@@ -71,6 +71,13 @@ struct LayerTokenReference {
 };
 std::vector<LayerTokenReference> layerTokenReferences(const LayerCase& c, int32_t t,
                                                       const Contract& contract, Judge& routeJudge);
+// The same for the routing a layer returned for token t (its ids, -1 skipped, and gates
+// exactly: what y is judged against when the routing is returned). overflow: y is not
+// judged there.
+LayerTokenReference layerRoutingReference(const LayerCase& c, int32_t t,
+                                          std::span<const int32_t> ids,
+                                          std::span<const float> gates, const Contract& contract,
+                                          bool& overflow);
 
 // Judges one token of a call's output (the routing judged by `routeJudge`).
 LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& out,
