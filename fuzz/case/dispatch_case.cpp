@@ -8,14 +8,44 @@
 
 namespace moe::fuzz {
 
+namespace {
+
+// Runs this long or longer are written as one [value, count] entry (dispatch_case.hpp).
+constexpr size_t kRunLength = 16;
+
+// ids as written: each value, or a run of equal values as [value, count] when the case is
+// large (a shrunk case past 2^24 slots is mostly empty slots, -1).
+nlohmann::json idsJSON(const std::vector<int32_t>& ids) {
+  if (ids.size() <= kDispatchPlainIds) return ids;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < ids.size();) {
+    size_t end = i + 1;
+    while (end < ids.size() && ids[end] == ids[i]) ++end;
+    if (end - i >= kRunLength) {
+      out.push_back(nlohmann::json::array({ids[i], end - i}));
+    } else {
+      for (size_t r = i; r < end; ++r) out.push_back(ids[r]);
+    }
+    i = end;
+  }
+  return out;
+}
+
+int32_t idOf(const nlohmann::json& v) {
+  if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
+    throw std::invalid_argument(
+        "dispatch case: \"ids\" holds int32 values and [value, count] runs only");
+  }
+  return v.get<int32_t>();
+}
+
+}  // namespace
+
 nlohmann::json dispatchCaseJSON(const DispatchCase& c) {
-  nlohmann::json j = {{"tokens", c.tokens},
-                      {"k", c.k},
-                      {"experts", c.experts},
-                      {"block", c.block},
-                      {"capacity", c.capacity},
-                      {"max_rows", c.maxRows},
-                      {"ids", c.ids}};
+  nlohmann::json j = {{"tokens", c.tokens},     {"k", c.k},
+                      {"experts", c.experts},   {"block", c.block},
+                      {"capacity", c.capacity}, {"max_rows", c.maxRows},
+                      {"ids", idsJSON(c.ids)}};
   nlohmann::json nulls = nlohmann::json::array();
   if (c.nullIds) nulls.push_back("ids");
   if (c.nullSortedSlots) nulls.push_back("sorted_slots");
@@ -48,11 +78,18 @@ DispatchCase dispatchCaseFromJSON(const nlohmann::json& j) {
   if (!j.contains("ids") || !j["ids"].is_array()) {
     throw std::invalid_argument("dispatch case: \"ids\" must be an array of integers");
   }
+  const int64_t expected = int64_t{c.tokens} * int64_t{c.k};
   for (const auto& v : j["ids"]) {
-    if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX) {
-      throw std::invalid_argument("dispatch case: \"ids\" holds int32 values only");
+    if (!v.is_array()) {
+      c.ids.push_back(idOf(v));
+      continue;
     }
-    c.ids.push_back(v.get<int32_t>());
+    if (v.size() != 2 || !v[1].is_number_integer() || v[1].get<int64_t>() < 1 ||
+        v[1].get<int64_t>() > std::max<int64_t>(expected, 0) - static_cast<int64_t>(c.ids.size())) {
+      throw std::invalid_argument(
+          "dispatch case: a run in \"ids\" is [value, count] with 1 <= count <= the slots left");
+    }
+    c.ids.insert(c.ids.end(), v[1].get<size_t>(), idOf(v[0]));
   }
   if (j.contains("null")) {
     if (!j["null"].is_array()) throw std::invalid_argument("dispatch case: \"null\" is an array");

@@ -1,7 +1,9 @@
 #include "moe/fuzz/layer_case.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -20,6 +22,95 @@ bool LayerCase::sizesConsistent() const {
          x.size() == T * H && logits.size() == T * E && w13.size() == E * 2 * I * H &&
          w2.size() == E * H * I;
 }
+
+LayerCallParams layerCallParams(const LayerCase& c) {
+  LayerCallParams p;
+  p.tokens = c.tokens;
+  p.hidden = c.hidden;
+  p.intermediate = c.intermediate;
+  p.experts = c.experts;
+  p.k = c.k;
+  p.dtype = static_cast<int32_t>(c.dtype);
+  if (!c.bad) return p;
+  const LayerBadCall& b = *c.bad;
+  p.structShort = b.structShort;
+  p.activation = b.activation;
+  if (b.dtype >= 0) p.dtype = b.dtype;
+  for (auto [name, field] : {std::pair{"tokens", &p.tokens}, std::pair{"hidden", &p.hidden},
+                             std::pair{"intermediate", &p.intermediate},
+                             std::pair{"experts", &p.experts}, std::pair{"k", &p.k}}) {
+    if (b.negative == name) *field = b.negativeValue;
+  }
+  p.nullX = b.null == "x";
+  p.nullLogits = b.null == "logits";
+  p.nullW13 = b.null == "w13";
+  p.nullW2 = b.null == "w2";
+  p.nullY = b.null == "y";
+  if (b.overflow) {
+    p.hidden = p.intermediate = 1 << 20;
+    p.experts = std::max(p.experts, 1 << 10);
+  }
+  return p;
+}
+
+std::string layerBadCallText(const LayerBadCall& b) {
+  std::vector<std::string> parts;
+  if (b.structShort > 0) parts.push_back(fmt::format("struct_size {} bytes short", b.structShort));
+  if (b.activation != 0) parts.push_back(fmt::format("activation = {}", b.activation));
+  if (b.dtype >= 0) parts.push_back(fmt::format("dtype = {}", b.dtype));
+  if (!b.negative.empty()) parts.push_back(fmt::format("{} = {}", b.negative, b.negativeValue));
+  if (!b.null.empty()) parts.push_back(fmt::format("{} NULL", b.null));
+  if (b.overflow) {
+    parts.emplace_back("hidden = intermediate = 2^20, experts >= 2^10 (bytes past 2^48)");
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+namespace {
+
+nlohmann::json layerBadCallJSON(const LayerBadCall& b) {
+  nlohmann::json j = nlohmann::json::object();
+  if (b.structShort > 0) j["struct_short"] = b.structShort;
+  if (b.activation != 0) j["activation"] = b.activation;
+  if (b.dtype >= 0) j["dtype"] = b.dtype;
+  if (!b.negative.empty()) j["negative"] = {{"size", b.negative}, {"value", b.negativeValue}};
+  if (!b.null.empty()) j["null"] = b.null;
+  if (b.overflow) j["overflow"] = true;
+  return j;
+}
+
+LayerBadCall layerBadCallFromJSON(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("layer case: \"bad_call\" must be an object");
+  LayerBadCall b;
+  try {
+    b.structShort = std::min<uint32_t>(j.value("struct_short", 0u), 64);
+    b.activation = j.value("activation", 0);
+    b.dtype = j.value("dtype", -1);
+    if (j.contains("negative")) {
+      b.negative = j["negative"].at("size").get<std::string>();
+      b.negativeValue = j["negative"].at("value").get<int32_t>();
+      const std::string sizes[] = {"tokens", "hidden", "intermediate", "experts", "k"};
+      if (std::find(std::begin(sizes), std::end(sizes), b.negative) == std::end(sizes) ||
+          b.negativeValue >= 0) {
+        throw std::invalid_argument(
+            "layer case: \"bad_call.negative\" names tokens, hidden, intermediate, experts or k "
+            "and a value below 0");
+      }
+    }
+    b.null = j.value("null", std::string());
+    const std::string buffers[] = {"", "x", "logits", "w13", "w2", "y"};
+    if (std::find(std::begin(buffers), std::end(buffers), b.null) == std::end(buffers)) {
+      throw std::invalid_argument(fmt::format(
+          "layer case: \"bad_call.null\" is \"{}\", not x, logits, w13, w2 or y", b.null));
+    }
+    b.overflow = j.value("overflow", false);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("layer case: \"bad_call\": {}", e.what()));
+  }
+  return b;
+}
+
+}  // namespace
 
 LayerCase layerTokenCase(const LayerCase& c, int32_t t) {
   LayerCase one = c;
@@ -64,6 +155,7 @@ nlohmann::json layerCaseJSON(const LayerCase& c) {
                       {"w13", values(c.w13)},
                       {"w2", values(c.w2)}};
   if (c.family) j["family"] = familyToJSON(*c.family);
+  if (c.bad) j["bad_call"] = layerBadCallJSON(*c.bad);
   return j;
 }
 
@@ -119,6 +211,7 @@ LayerCase layerCaseFromJSON(const nlohmann::json& j) {
   values("w13", c.w13, E * 2 * I * H);
   values("w2", c.w2, E * H * I);
   if (j.contains("family")) c.family = familyFromJSON(j["family"], c.experts);
+  if (j.contains("bad_call")) c.bad = layerBadCallFromJSON(j["bad_call"]);
   if (c.dtype == LayerDtype::kBf16 && !(allBf16(c.x) && allBf16(c.w13) && allBf16(c.w2))) {
     throw std::invalid_argument("layer case: a bf16 case holds a value bf16 does not represent");
   }
@@ -129,6 +222,7 @@ std::string layerShapeText(const LayerCase& c) {
   std::string text = fmt::format("T {}, H {}, I {}, E {}, k {}, {}", c.tokens, c.hidden,
                                  c.intermediate, c.experts, c.k, layerDtypeName(c.dtype));
   if (c.family) text += ", " + familyText(*c.family);
+  if (c.bad) text += "; called with " + layerBadCallText(*c.bad);
   return text;
 }
 

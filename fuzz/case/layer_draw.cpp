@@ -172,6 +172,62 @@ void drawFamily(ByteSource& src, LayerCase& c, const Families& fam) {
   }
 }
 
+// One way out of layer_abi.h's domain, on a drawn case: a short struct_size, an activation or
+// dtype the ABI does not list, a negative size, a NULL buffer that holds data, byte counts
+// past 2^48, or (when the run draws families) a route outside the family's domain.
+void breakLayerCall(ByteSource& src, LayerCase& c, bool families) {
+  LayerBadCall b;
+  switch (src.u8() % (families ? 7 : 6)) {
+    case 0:
+      b.structShort = 4 * (1 + src.u8() % 3);
+      break;
+    case 1:
+      b.activation =
+          std::array<int32_t, 3>{1, -1, std::numeric_limits<int32_t>::max()}[src.u8() % 3];
+      break;
+    case 2:
+      b.dtype = std::array<int32_t, 3>{2, 7, std::numeric_limits<int32_t>::max()}[src.u8() % 3];
+      break;
+    case 3: {
+      static constexpr const char* kSizes[] = {"tokens", "hidden", "intermediate", "experts", "k"};
+      b.negative = kSizes[src.u8() % std::size(kSizes)];
+      b.negativeValue = (src.u8() & 1) ? -1 : std::numeric_limits<int32_t>::min();
+      break;
+    }
+    case 4: {
+      static constexpr const char* kBuffers[] = {"x", "logits", "w13", "w2", "y"};
+      b.null = kBuffers[src.u8() % std::size(kBuffers)];
+      break;
+    }
+    case 5:
+      b.overflow = true;
+      break;
+    default: {
+      Family f = c.family ? *c.family : Family{};
+      switch (src.u8() % 5) {
+        case 0:
+          f.score = (src.u8() & 1) ? 2 : -1;
+          break;
+        case 1:
+          f.renormalize = (src.u8() & 1) ? 2 : -1;
+          break;
+        case 2:
+          f.scale = std::numeric_limits<float>::quiet_NaN();
+          break;
+        case 3:
+          f.groups = (src.u8() & 1) ? 0 : -3;
+          break;
+        default:
+          f.structShort = 4 * (1 + src.u8() % 3);
+          break;
+      }
+      c.family = std::move(f);
+      return;
+    }
+  }
+  c.bad = std::move(b);
+}
+
 }  // namespace
 
 LayerDraw layerDrawFor(const Contract& contract, const std::string& tokens, const std::string& k,
@@ -284,6 +340,12 @@ DrawnLayer drawLayerCase(ByteSource& src, const LayerDraw& d) {
     }
   }
   return out;
+}
+
+bool drawBadCall(ByteSource& src, LayerCase& c, const LayerDraw& d) {
+  if (!d.badCalls || src.u8() >= 16) return false;
+  breakLayerCall(src, c, d.families);
+  return true;
 }
 
 }  // namespace moe::fuzz

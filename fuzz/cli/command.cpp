@@ -127,6 +127,7 @@ int runLayerFuzz(const FuzzRequest& f) {
   if (!optionsOrSay([&] { o = layerCampaignOptions(f, kernel->contract(), FuzzDoor::kCommand); })) {
     return 2;
   }
+  o.draw.badCalls = true;  // a C ABI has statuses to judge
   o.stop = &gStopSignal;
   const std::string header =
       doorHeader(kernel->name(), kAbiLayerV1, o, contractToJSON(kernel->contract()));

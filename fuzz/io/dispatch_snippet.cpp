@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "moe/fuzz/dispatch_case.hpp"
@@ -76,6 +77,41 @@ std::string commented(const std::string& text, const char* prefix) {
   return out;
 }
 
+// Runs of equal ids as (value, length): a large case, shrunk, is mostly empty slots (-1).
+std::vector<std::pair<int32_t, size_t>> runsOf(const std::vector<int32_t>& v) {
+  std::vector<std::pair<int32_t, size_t>> runs;
+  for (int32_t id : v) {
+    if (runs.empty() || runs.back().first != id) runs.emplace_back(id, 0);
+    ++runs.back().second;
+  }
+  return runs;
+}
+
+// The ids as Python: a list, or, for a case of more than kDispatchPlainIds slots, the runs
+// of 16 or more equal ids as np.full blocks.
+std::string pythonIds(const std::vector<int32_t>& ids) {
+  if (ids.size() <= kDispatchPlainIds) {
+    return fmt::format("np.array([{}], dtype=np.int32)", listOf(ids));
+  }
+  std::string parts;
+  std::vector<int32_t> loose;
+  auto flush = [&] {
+    if (loose.empty()) return;
+    parts += fmt::format("    np.array([{}], dtype=np.int32),\n", listOf(loose));
+    loose.clear();
+  };
+  for (const auto& [id, n] : runsOf(ids)) {
+    if (n < 16) {
+      loose.insert(loose.end(), n, id);
+      continue;
+    }
+    flush();
+    parts += fmt::format("    np.full({}, {}, dtype=np.int32),\n", n, id);
+  }
+  flush();
+  return "np.concatenate([\n" + parts + "])";
+}
+
 void pythonSnippet(fmt::memory_buffer& out, const DispatchFinding& f) {
   const DispatchCase& c = f.c;
   if (!dueStatuses(c).empty()) {
@@ -97,9 +133,9 @@ void pythonSnippet(fmt::memory_buffer& out, const DispatchFinding& f) {
                  f.impl, f.kind, commented(f.certificate, "# "));
   fmt::format_to(to,
                  "tokens, k, experts, block, capacity = {}, {}, {}, {}, {}\n"
-                 "ids = np.array([{}], dtype=np.int32).reshape(tokens, k)\n"
+                 "ids = {}.reshape(tokens, k)\n"
                  "within_expert_order = \"{}\"\n\n",
-                 c.tokens, c.k, c.experts, c.block, c.capacity, listOf(c.ids),
+                 c.tokens, c.k, c.experts, c.block, c.capacity, pythonIds(c.ids),
                  withinExpertOrderName(f.contract.order));
   fmt::format_to(to,
                  "# The spec's answer: each expert's kept slots (t * k + j) in slot order, "
@@ -156,6 +192,22 @@ std::string cArray(const char* name, const std::vector<int32_t>& v, bool isConst
                      std::max<size_t>(v.size(), 1), v.empty() ? "0" : listOf(v));
 }
 
+// The ids as C: an array, or, for a case of more than kDispatchPlainIds slots, filled run
+// by run.
+std::string cIds(const std::vector<int32_t>& ids) {
+  if (ids.size() <= kDispatchPlainIds) return cArray("ids", ids, true);
+  std::string out =
+      fmt::format("  static int32_t ids[{}];\n  {{\n    int64_t at = 0, n;\n", ids.size());
+  for (const auto& [id, n] : runsOf(ids)) {
+    if (n < 16) {
+      for (size_t r = 0; r < n; ++r) out += fmt::format("    ids[at++] = {};\n", id);
+    } else {
+      out += fmt::format("    for (n = 0; n < {}; ++n) ids[at++] = {};\n", n, id);
+    }
+  }
+  return out + "  }\n";
+}
+
 void cSnippet(fmt::memory_buffer& out, const DispatchFinding& f, const std::string& suffix) {
   const DispatchCase& c = f.c;
   auto to = std::back_inserter(out);
@@ -165,7 +217,7 @@ void cSnippet(fmt::memory_buffer& out, const DispatchFinding& f, const std::stri
                  "  const int32_t tokens = {}, k = {}, experts = {}, block = {}, capacity = {}, "
                  "max_rows = {};\n",
                  c.tokens, c.k, c.experts, c.block, c.capacity, c.maxRows);
-  fmt::format_to(to, "{}", cArray("ids", c.ids, true));
+  fmt::format_to(to, "{}", cIds(c.ids));
   fmt::format_to(to, "  static int32_t sorted_slots[{}], block_expert[{}];\n  int32_t rows = -1;\n",
                  std::max<size_t>(c.sortedEntries(), 1),
                  std::max<size_t>(c.blockExpertEntries(), 1));

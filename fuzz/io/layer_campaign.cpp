@@ -170,6 +170,7 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
   s.minTokens = o.minTokens;
   s.contract = contractJSON(kernel.contract());
   SeededSource src(o.seed);
+  SeededSource badCalls(o.seed ^ 0xbadca11ULL);  // its own bytes: drawBadCall
   Judge judge;
   RunClock clock(o);
   auto elapsed = [&] { return clock.elapsed(); };
@@ -182,7 +183,8 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
       draw.maxWork = std::clamp<int64_t>(static_cast<int64_t>(0.1 * left / secondsPerWork),
                                          int64_t{1} << 12, draw.maxWork);
     }
-    const DrawnLayer d = drawLayerCase(src, draw);
+    DrawnLayer d = drawLayerCase(src, draw);
+    if (drawBadCall(badCalls, d.c, draw)) d.style = "bad-call";
     const LayerCase& c = d.c;
     const bool routed = (src.u8() & 1) != 0;
     const auto caseStart = Clock::now();

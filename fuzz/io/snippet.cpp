@@ -18,6 +18,8 @@
 #include "moe/fuzz/dispatch_snippet.hpp"
 #include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/layer_campaign.hpp"
+#include "moe/fuzz/layer_snippet.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -570,6 +572,7 @@ std::string reproducerSnippet(const nlohmann::json& file, std::string_view langu
   }
   checkVectorLayout(file);
   if (isDispatchVectorFile(file)) return dispatchSnippet(file, language);
+  if (isLayerVectorFile(file)) return layerSnippet(file, language);
   std::vector<Finding> findings;
   for (const auto& g : file["testGroups"]) {
     if (g["type"] != "RouterReproducer") continue;

@@ -9,7 +9,10 @@
 //   the logits only, the experts' outputs change) must fit the same hypothesis, the same
 //   fitted gate included; a cause the rerun does not bear out is not named;
 // - otherwise expert-output, its expert isolated by rerunning the token with every other
-//   kept expert's W2 zeroed (the routing unchanged): the first expert wrong alone is named.
+//   kept expert's W2 zeroed (the routing unchanged): the first expert wrong alone is named;
+//   unless its output alone is the spec's weighted by another gate, on x and on x negated
+//   alike (one gate fitted on both): then combine-gate, which needs two coordinates where
+//   the joint fit of every gate needs k + 1 (a token of H <= k shows no joint fit).
 #include "layer_diagnosis.hpp"
 
 #include <fmt/format.h>
@@ -80,19 +83,30 @@ bool fitGate(std::span<const float> y, const LayerReference& ref, const ExpertTe
   return shown >= 2;
 }
 
-// The gate changes alpha_s that best explain the residual y - ref by the kept experts'
-// outputs (least squares, the normal equations solved with partial pivoting), and whether
-// more coordinates show them beyond their budget than there are gates.
-bool fitGates(std::span<const float> y, const LayerReference& ref,
-              std::span<const ExpertTerms* const> T, std::vector<double>& alphas) {
-  const size_t n = T.size(), H = ref.ref.size();
+// One output with its reference and the kept experts' terms on that token's x.
+struct GateSystem {
+  std::span<const float> y;
+  const LayerReference* ref;
+  std::vector<const ExpertTerms*> T;
+};
+
+// The gate changes alpha_s that best explain the residuals y - ref by the kept experts'
+// outputs over every system at once (least squares, the normal equations solved with
+// partial pivoting: the same gates must explain each output, as they do when the outputs
+// share the routing), and whether more coordinates show them beyond their budget than there
+// are gates.
+bool fitGates(std::span<const GateSystem> systems, std::vector<double>& alphas) {
+  if (systems.empty()) return false;
+  const size_t n = systems[0].T.size();
   if (n == 0) return false;
   std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));
-  for (size_t c = 0; c < H; ++c) {
-    const double r = static_cast<double>(y[c]) - ref.ref[c];
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < n; ++j) a[i][j] += T[i]->f[c] * T[j]->f[c];
-      a[i][n] += T[i]->f[c] * r;
+  for (const GateSystem& sys : systems) {
+    for (size_t c = 0; c < sys.ref->ref.size(); ++c) {
+      const double r = static_cast<double>(sys.y[c]) - sys.ref->ref[c];
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) a[i][j] += sys.T[i]->f[c] * sys.T[j]->f[c];
+        a[i][n] += sys.T[i]->f[c] * r;
+      }
     }
   }
   for (size_t col = 0; col < n; ++col) {
@@ -111,13 +125,31 @@ bool fitGates(std::span<const float> y, const LayerReference& ref,
   alphas.assign(n, 0.0);
   for (size_t i = 0; i < n; ++i) alphas[i] = a[i][n] / a[i][i];
   size_t shown = 0;
-  for (size_t c = 0; c < H; ++c) {
-    double d = 0;
-    for (size_t i = 0; i < n; ++i) d += alphas[i] * T[i]->f[c];
-    shown += std::fabs(d) > ref.budget[c];
+  for (const GateSystem& sys : systems) {
+    for (size_t c = 0; c < sys.ref->ref.size(); ++c) {
+      double d = 0;
+      for (size_t i = 0; i < n; ++i) d += alphas[i] * sys.T[i]->f[c];
+      shown += std::fabs(d) > sys.ref->budget[c];
+    }
   }
   return shown > n &&
          std::all_of(alphas.begin(), alphas.end(), [](double v) { return std::isfinite(v); });
+}
+
+std::vector<const ExpertTerms*> termsOf(TermsCache& cache, const LayerRouting& r) {
+  std::vector<const ExpertTerms*> T;
+  for (int32_t e : r.experts) T.push_back(&cache.at(e));
+  return T;
+}
+
+// The expert a combine-gate names: the one whose gate change moves y most.
+void nameGateExpert(Hypothesis& h, const LayerRouting& r, std::span<const ExpertTerms* const> T) {
+  double most = -1;
+  for (size_t j = 0; j < T.size(); ++j) {
+    double size = 0;
+    for (double f : T[j]->f) size = std::max(size, std::fabs(h.alphas[j] * f));
+    if (size > most) most = size, h.expert = r.experts[j], h.slot = static_cast<int32_t>(j);
+  }
 }
 
 // The numbers' hypothesis: parameter-free ones first, then fitted gates.
@@ -133,16 +165,9 @@ std::optional<Hypothesis> hypothesisOf(TermsCache& cache, std::span<const float>
   }
   {
     Hypothesis h{ViolationKind::kCombineGate, -1, -1, 0, true, {}};
-    std::vector<const ExpertTerms*> T;
-    for (int32_t e : r.experts) T.push_back(&cache.at(e));
-    if (fitGates(y, ref, T, h.alphas) && marginUnder(cache, y, r, h, factor) <= 1) {
-      // The expert named: the one whose gate change moves y most.
-      double most = -1;
-      for (size_t j = 0; j < T.size(); ++j) {
-        double size = 0;
-        for (double f : T[j]->f) size = std::max(size, std::fabs(h.alphas[j] * f));
-        if (size > most) most = size, h.expert = r.experts[j], h.slot = static_cast<int32_t>(j);
-      }
+    const GateSystem one[] = {{y, &ref, termsOf(cache, r)}};
+    if (fitGates(one, h.alphas) && marginUnder(cache, y, r, h, factor) <= 1) {
+      nameGateExpert(h, r, one[0].T);
       return h;
     }
   }
@@ -176,22 +201,39 @@ LayerCase negatedX(const LayerCase& c, int32_t t) {
 }
 
 // Confirmed: on the rerun with x negated, y is beyond the routing's budget again and fits
-// the same hypothesis.
-bool confirmHypothesis(TermsCache& cache, const LayerRouting& r, const Hypothesis& h, double factor,
-                       const LayerRerun& rerun, std::string& how) {
-  const LayerCase other = negatedX(cache.c, cache.t);
-  const auto y = rerunY(rerun, other);
-  if (!y) {
+// the same hypothesis. Fitted gates are fitted again on both outputs at once (the same
+// gates must explain both: the routing depends on the logits only), which many gates need:
+// fitted on one output, those of experts whose outputs barely show there are loose.
+bool confirmHypothesis(TermsCache& cache, std::span<const float> y, const LayerReference& yRef,
+                       const LayerRouting& r, Hypothesis& h, double factor, const LayerRerun& rerun,
+                       std::string& how) {
+  const LayerCase otherCase = negatedX(cache.c, cache.t);
+  const auto other = rerunY(rerun, otherCase);
+  if (!other) {
     how = "not confirmed: no rerun";
     return false;
   }
-  TermsCache otherCache{other, 0, cache.siluUlp, {}};
+  TermsCache otherCache{otherCase, 0, cache.siluUlp, {}};
   const LayerReference ref = referenceOf(otherCache, r.experts, r.gates, r.allowance, factor);
-  if (fitOf(*y, ref).margin <= 1) {
+  if (fitOf(*other, ref).margin <= 1) {
     how = "the rerun with x negated is within budget";
     return false;
   }
-  const double m = marginUnder(otherCache, *y, r, h, factor);
+  if (h.kind == ViolationKind::kCombineGate) {
+    Hypothesis both = h;
+    const GateSystem systems[] = {{y, &yRef, termsOf(cache, r)},
+                                  {*other, &ref, termsOf(otherCache, r)}};
+    if (fitGates(systems, both.alphas) && marginUnder(cache, y, r, both, factor) <= 1 &&
+        marginUnder(otherCache, *other, r, both, factor) <= 1) {
+      nameGateExpert(both, r, systems[0].T);
+      h = std::move(both);
+      how =
+          "confirmed: the rerun with x negated (other expert outputs, the same routing) fits "
+          "the same gates, fitted on both outputs at once";
+      return true;
+    }
+  }
+  const double m = marginUnder(otherCache, *other, r, h, factor);
   if (m > 1) {
     how = fmt::format("the rerun with x negated does not fit it (margin {:.3g})", m);
     return false;
@@ -247,22 +289,57 @@ std::string hypothesisText(const Hypothesis& h, const LayerRouting& r) {
   }
 }
 
+// The one-token case with every kept expert's W2 zeroed but expert e's (the routing, which
+// depends on the logits only, unchanged).
+LayerCase aloneCase(LayerCase one, const LayerRouting& r, int32_t e) {
+  const size_t perExpert = static_cast<size_t>(one.hidden) * one.intermediate;
+  for (int32_t other : r.experts) {
+    if (other == e) continue;
+    std::fill_n(one.w2.begin() + static_cast<std::ptrdiff_t>(other * perExpert), perExpert, 0.0f);
+  }
+  return one;
+}
+
+// Expert r.experts[s] alone is wrong (yAlone): does its output weighted by another gate fit
+// it, and the same expert alone on x negated too (one gate fitted on both outputs, shown
+// beyond the budget on at least two coordinates)? Then the gate is what is wrong: `gate`.
+bool aloneGateFits(TermsCache& cache, const LayerRouting& r, size_t s,
+                   std::span<const float> yAlone, double factor, const LayerRerun& rerun,
+                   double& gate) {
+  const int32_t e = r.experts[s];
+  const LayerCase negated = aloneCase(negatedX(cache.c, cache.t), r, e);
+  const auto other = rerunY(rerun, negated);
+  if (!other) return false;
+  TermsCache negatedCache{negated, 0, cache.siluUlp, {}};
+  LayerRouting single{{e}, {r.gates[s]}, {}, r.returned};
+  if (!r.allowance.empty()) single.allowance.push_back(r.allowance[s]);
+  const LayerReference ref =
+      referenceOf(cache, single.experts, single.gates, single.allowance, factor);
+  const LayerReference negatedRef =
+      referenceOf(negatedCache, single.experts, single.gates, single.allowance, factor);
+  Hypothesis h{ViolationKind::kCombineGate, e, 0, 0, true, {}};
+  const GateSystem systems[] = {{yAlone, &ref, {&cache.at(e)}},
+                                {*other, &negatedRef, {&negatedCache.at(e)}}};
+  if (!fitGates(systems, h.alphas) || marginUnder(cache, yAlone, single, h, factor) > 1 ||
+      marginUnder(negatedCache, *other, single, h, factor) > 1) {
+    return false;
+  }
+  gate = r.gates[s] + h.alphas[0];
+  return true;
+}
+
 // expert-output: the first kept expert whose output is wrong alone (every other kept
-// expert's W2 zeroed, the routing unchanged), or -1.
+// expert's W2 zeroed, the routing unchanged), or -1; its slot and its output alone in
+// `slot` and `yAlone`.
 int32_t isolateExpert(TermsCache& cache, const LayerRouting& r, double factor,
-                      const LayerRerun& rerun, int32_t& coordinate, std::string& how) {
+                      const LayerRerun& rerun, int32_t& coordinate, std::string& how, size_t& slot,
+                      std::vector<float>& yAlone) {
   if (!rerun) {
     how = "not isolated: no rerun";
     return -1;
   }
-  const size_t perExpert = static_cast<size_t>(cache.c.hidden) * cache.c.intermediate;
   for (size_t s = 0; s < r.experts.size(); ++s) {
-    LayerCase alone = layerTokenCase(cache.c, cache.t);
-    for (size_t j = 0; j < r.experts.size(); ++j) {
-      if (r.experts[j] == r.experts[s]) continue;
-      std::fill_n(alone.w2.begin() + static_cast<std::ptrdiff_t>(r.experts[j] * perExpert),
-                  perExpert, 0.0f);
-    }
+    const LayerCase alone = aloneCase(layerTokenCase(cache.c, cache.t), r, r.experts[s]);
     const auto y = rerunY(rerun, alone);
     if (!y) continue;
     const std::vector<int32_t> one{r.experts[s]};
@@ -273,6 +350,8 @@ int32_t isolateExpert(TermsCache& cache, const LayerRouting& r, double factor,
     const LayerFit f = fitOf(*y, ref);
     if (f.margin > 1) {
       coordinate = f.coordinate;
+      slot = s;
+      yAlone = *y;
       how = fmt::format(
           "isolated: rerun with every other kept expert's W2 zeroed (the routing unchanged), "
           "expert {} alone gives {}",
@@ -310,7 +389,7 @@ LayerVerdict diagnoseLayerToken(TermsCache& cache, std::span<const float> y,
   const std::string worst = coordinateText(y, ref, f.coordinate);
   if (auto h = hypothesisOf(cache, y, routing, ref, factor)) {
     std::string how;
-    const bool confirmed = confirmHypothesis(cache, routing, *h, factor, rerun, how);
+    const bool confirmed = confirmHypothesis(cache, y, ref, routing, *h, factor, rerun, how);
     // A cause with no free parameter may be named from the numbers when there is no rerun
     // to try; a fitted gate, never.
     const bool noRerun = how == "not confirmed: no rerun";
@@ -325,9 +404,23 @@ LayerVerdict diagnoseLayerToken(TermsCache& cache, std::span<const float> y,
   }
   std::string how;
   int32_t coordinate = f.coordinate;
+  size_t slot = 0;
+  std::vector<float> yAlone;
   v.kind = ViolationKind::kExpertOutput;
-  v.expert = isolateExpert(cache, routing, factor, rerun, coordinate, how);
+  v.expert = isolateExpert(cache, routing, factor, rerun, coordinate, how, slot, yAlone);
   v.coordinate = coordinate;
+  double gate = 0;
+  // Too few coordinates to fit every gate at once (H <= k): the isolated expert's output may
+  // still be the spec's weighted by another gate, on x and on x negated alike.
+  if (v.expert >= 0 && aloneGateFits(cache, routing, slot, yAlone, factor, rerun, gate)) {
+    v.kind = ViolationKind::kCombineGate;
+    v.certificate = fmt::format(
+        "{}: {}; {}; its output alone fits the spec's weighted by {:.9g} instead of its gate "
+        "{:.9g} [confirmed: the rerun with x negated, the same expert alone, fits the same "
+        "gate]{}",
+        against, worst, how, gate, routing.gates[slot], v.certificate);
+    return v;
+  }
   v.certificate = fmt::format("{}: {}; {}{}", against, worst, how, v.certificate);
   return v;
 }

@@ -146,6 +146,41 @@ LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& o
   return diagnoseLayerToken(cache, y, routing, r, f, factor, rerun);
 }
 
+std::vector<LayerTokenReference> layerTokenReferences(const LayerCase& c, int32_t t,
+                                                      const Contract& contract, Judge& routeJudge) {
+  std::vector<LayerTokenReference> out;
+  if (!isRealRow(c.logitRow(t))) return out;
+  TermsCache cache{c, t, contract.layer.siluUlp, {}};
+  bool unenumerated = false;
+  for (const CandidateRouting& cand :
+       candidateRoutings(c, t, contract, routeJudge, &unenumerated)) {
+    LayerReference r =
+        referenceOf(cache, cand.experts, cand.gates, cand.allowance, contract.layer.budgetFactor);
+    if (r.overflow) return {};
+    out.push_back({cand.experts, cand.gates, std::move(r.ref), std::move(r.budget)});
+  }
+  if (unenumerated) return {};
+  return out;
+}
+
+LayerTokenReference layerRoutingReference(const LayerCase& c, int32_t t,
+                                          std::span<const int32_t> ids,
+                                          std::span<const float> gates, const Contract& contract,
+                                          bool& overflow) {
+  TermsCache cache{c, t, contract.layer.siluUlp, {}};
+  LayerTokenReference out;
+  for (size_t s = 0; s < ids.size() && s < gates.size(); ++s) {
+    if (ids[s] < 0) continue;
+    out.experts.push_back(ids[s]);
+    out.gates.push_back(gates[s]);
+  }
+  LayerReference r = referenceOf(cache, out.experts, out.gates, {}, contract.layer.budgetFactor);
+  overflow = r.overflow;
+  out.ref = std::move(r.ref);
+  out.budget = std::move(r.budget);
+  return out;
+}
+
 LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Contract& contract,
                                  Judge& routeJudge, const LayerRerun& rerun) {
   LayerCaseResult r;
@@ -156,6 +191,12 @@ LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Cont
     v.tag = out.fault->tag;
     v.certificate = fmt::format("{} ({})", out.fault->detail, layerShapeText(c));
     r.violation = std::move(v);
+    r.output = std::move(out);
+    return r;
+  }
+  if (std::optional<LayerVerdict> status = judgeLayerStatus(c, out)) {
+    // A call outside the domain judged by its status alone: no token was judged.
+    if (status->outcome == Outcome::kViolation) r.violation = std::move(*status);
     r.output = std::move(out);
     return r;
   }

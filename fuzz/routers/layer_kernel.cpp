@@ -64,11 +64,11 @@ class CaseFunctionLayer final : public LayerKernel {
 
 // In the door's child: the integers are tokens, hidden, intermediate, experts, k,
 // activation, dtype, then the route (present, struct_size, score, groups, topk_groups,
-// group_score, renormalize, the scale's bits); the buffers x, logits, w13, w2, y, ids,
-// gates, bias.
+// group_score, renormalize, the scale's bits), then the layer's struct_size; the buffers x,
+// logits, w13, w2, y, ids, gates, bias.
 int invokeLayer(void* symbol, const int64_t* s, void* const* b) {
   moe_layer_params_v1 p{};
-  p.struct_size = sizeof(moe_layer_params_v1);
+  p.struct_size = static_cast<uint32_t>(s[15]);
   p.tokens = static_cast<int32_t>(s[0]);
   p.hidden = static_cast<int32_t>(s[1]);
   p.intermediate = static_cast<int32_t>(s[2]);
@@ -102,7 +102,7 @@ class LibraryLayer final : public LayerKernel {
       : LayerKernel(std::move(name), std::move(contract)), door_(std::move(door)) {}
 
  protected:
-  int call(const LayerCase&, const moe_layer_params_v1& p, const void* x, const float* logits,
+  int call(const LayerCase& c, const moe_layer_params_v1& p, const void* x, const float* logits,
            const void* w13, const void* w2, float* y, int32_t* ids, float* gates, double timeout,
            RouteFault& fault, bool& stopped, bool&) const override {
     const moe_route_params_v2* r = p.route;
@@ -120,26 +120,30 @@ class LibraryLayer final : public LayerKernel {
                                r ? r->topk_groups : 0,
                                r ? r->group_score : 0,
                                r ? r->renormalize : 0,
-                               r ? std::bit_cast<uint32_t>(r->scale) : 0};
-    const size_t T = static_cast<size_t>(p.tokens), H = static_cast<size_t>(p.hidden),
-                 I = static_cast<size_t>(p.intermediate), E = static_cast<size_t>(p.experts),
-                 k = static_cast<size_t>(p.k);
-    const size_t in = p.dtype == MOE_DTYPE_BF16 ? 2 : 4;
-    DoorBuffer buffers[] = {
-        {"x", const_cast<void*>(x), T * H * in, false, false},
-        {"logits", const_cast<float*>(logits), T * E * 4, false, false},
-        {"w13", const_cast<void*>(w13), E * 2 * I * H * in, false, false},
-        {"w2", const_cast<void*>(w2), E * H * I * in, false, false},
-        {"y", y, T * H * 4, true, false},
-        {"ids", ids, ids ? T * k * 4 : 0, true, ids == nullptr},
-        {"gates", gates, gates ? T * k * 4 : 0, true, gates == nullptr},
-        {"bias", r ? const_cast<float*>(r->bias) : nullptr, r && r->bias ? E * 4 : 0, false,
-         !(r && r->bias)},
+                               r ? std::bit_cast<uint32_t>(r->scale) : 0,
+                               p.struct_size};
+    // The buffers as the case holds them: a call outside the domain (layer_case.hpp,
+    // LayerBadCall) passes sizes its buffers do not have, or NULL.
+    const size_t T = static_cast<size_t>(c.tokens), H = static_cast<size_t>(c.hidden),
+                 k = static_cast<size_t>(c.k);
+    const size_t in = c.dtype == LayerDtype::kBf16 ? 2 : 4;
+    auto buffer = [](const char* name, const void* at, size_t bytes, bool output) {
+      return DoorBuffer{name, const_cast<void*>(at), at ? bytes : 0, output, at == nullptr};
     };
-    const DoorCall c = door_->call(scalars, buffers, timeout);
-    if (c.fault) fault = RouteFault{c.fault->kind, c.fault->detail, c.fault->tag};
-    stopped = c.stopped;
-    return c.status;
+    DoorBuffer buffers[] = {
+        buffer("x", x, c.x.size() * in, false),
+        buffer("logits", logits, c.logits.size() * 4, false),
+        buffer("w13", w13, c.w13.size() * in, false),
+        buffer("w2", w2, c.w2.size() * in, false),
+        buffer("y", y, T * H * 4, true),
+        buffer("ids", ids, T * k * 4, true),
+        buffer("gates", gates, T * k * 4, true),
+        buffer("bias", r ? r->bias : nullptr, c.family ? c.family->bias.size() * 4 : 0, false),
+    };
+    const DoorCall done = door_->call(scalars, buffers, timeout);
+    if (done.fault) fault = RouteFault{done.fault->kind, done.fault->detail, done.fault->tag};
+    stopped = done.stopped;
+    return done.status;
   }
 
  private:
@@ -180,15 +184,17 @@ LayerOutput LayerKernel::run(const LayerCase& c, bool withRouting) const {
     route = paramsV2(*c.family, c.tokens, c.experts, c.k,
                      c.family->bias.empty() ? nullptr : c.family->bias.data());
   }
+  // The parameters as the call passes them (outside the domain when the case says so).
+  const LayerCallParams cp = layerCallParams(c);
   moe_layer_params_v1 p{};
-  p.struct_size = sizeof(moe_layer_params_v1);
-  p.tokens = c.tokens;
-  p.hidden = c.hidden;
-  p.intermediate = c.intermediate;
-  p.experts = c.experts;
-  p.k = c.k;
-  p.activation = MOE_ACT_SWIGLU;
-  p.dtype = static_cast<int32_t>(c.dtype);
+  p.struct_size = static_cast<uint32_t>(sizeof(moe_layer_params_v1) - cp.structShort);
+  p.tokens = cp.tokens;
+  p.hidden = cp.hidden;
+  p.intermediate = cp.intermediate;
+  p.experts = cp.experts;
+  p.k = cp.k;
+  p.activation = cp.activation;
+  p.dtype = cp.dtype;
   p.route = c.family ? &route : nullptr;
   std::vector<uint16_t> x16, w13h, w2h;
   const void *x = c.x.data(), *w13 = c.w13.data(), *w2 = c.w2.data();
@@ -202,9 +208,10 @@ LayerOutput LayerKernel::run(const LayerCase& c, bool withRouting) const {
   bool routed = true;
   const auto start = std::chrono::steady_clock::now();
   out.status =
-      call(c, p, x, c.logits.data(), w13, w2, out.y.data(), withRouting ? out.ids.data() : nullptr,
-           withRouting ? out.gates.data() : nullptr, timeout_ > 0 ? timeout_ : defaultTimeout(c),
-           fault, out.stopped, routed);
+      call(c, p, cp.nullX ? nullptr : x, cp.nullLogits ? nullptr : c.logits.data(),
+           cp.nullW13 ? nullptr : w13, cp.nullW2 ? nullptr : w2, cp.nullY ? nullptr : out.y.data(),
+           withRouting ? out.ids.data() : nullptr, withRouting ? out.gates.data() : nullptr,
+           timeout_ > 0 ? timeout_ : defaultTimeout(c), fault, out.stopped, routed);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.routed = withRouting && routed;
   if (out.stopped) return out;

@@ -251,6 +251,34 @@ TEST(BrokenLayers, AWrongGateIsCombineGate) {
       {"wrong-gate", &kernel<Order::kSequential, Bug::kWrongGate>, ViolationKind::kCombineGate});
 }
 
+// E 99, k 10, bf16: ten kept experts' gates cannot be fitted jointly on a token of H <= k
+// coordinates, but the expert the isolation names can be tried alone (one gate, fitted on x
+// and on x negated): the unrenormalised gate is combine-gate there too, and a wrong output
+// (the gate applied before the activation) stays expert-output, never combine-gate.
+TEST(BrokenLayers, AWrongGateAmongTenExpertsIsCombineGate) {
+  const auto wrong = kernel<Order::kSequential, Bug::kWrongGate>();
+  const auto beforeAct = kernel<Order::kSequential, Bug::kGateBeforeActivation>();
+  for (int32_t H : {1, 2, 5, 10, 117}) {
+    for (uint64_t seed = 1; seed < 4; ++seed) {
+      const LayerCase c = randomCase(seed, 1, H, 16, 99, 10, Style::kBf16);
+      for (bool routed : {true, false}) {
+        Judge judge;
+        const LayerCaseResult r = judgeWith(*wrong, c, routed, judge);
+        ASSERT_TRUE(r.violation) << "H " << H << " seed " << seed;
+        EXPECT_EQ(kindName(r.violation->kind), kindName(ViolationKind::kCombineGate))
+            << "H " << H << " seed " << seed << " routed " << routed << ": "
+            << r.violation->certificate;
+        EXPECT_GE(r.violation->expert, 0);
+        const LayerCaseResult b = judgeWith(*beforeAct, c, routed, judge);
+        ASSERT_TRUE(b.violation) << "H " << H << " seed " << seed;
+        EXPECT_EQ(kindName(b.violation->kind), kindName(ViolationKind::kExpertOutput))
+            << "H " << H << " seed " << seed << " routed " << routed << ": "
+            << b.violation->certificate;
+      }
+    }
+  }
+}
+
 // Without a rerun, a fitted gate is never named (the numbers alone may fit it by
 // coincidence): the wrong gate is then expert-output, its expert not isolated.
 TEST(BrokenLayers, AFittedCauseNeedsTheRerun) {

@@ -5,7 +5,8 @@
  * last slots), BUG_DUPLICATE (the first expert's first slot written again in place of its
  * first padding), BUG_EXPERT_ORDER (experts listed in decreasing order), BUG_DROP_LAST (the
  * last slot never listed), BUG_REVERSE_SLOTS (an expert's slots in decreasing order; with
- * ORDER_ANY its contract allows it), and hostile ones: BUG_SEGV (a NULL write when experts
+ * ORDER_ANY its contract allows it), BUG_FLOAT_INDEX (each slot index through a float: wrong
+ * past 2^24 slots only), and hostile ones: BUG_SEGV (a NULL write when experts
  * >= 100), BUG_OOB (writes one entry past max_rows when
  * block % 4 is 3), BUG_HANG (spins when
  * experts is 7). */
@@ -95,7 +96,11 @@ EXPORT int moe_dispatch_v1(int32_t tokens, int32_t k, int32_t experts, int32_t b
 #else
     for (int64_t s = 0; s < slots; ++s) {
 #endif
+#ifdef BUG_FLOAT_INDEX
+      if (keep[s] && ids[s] == e) sorted_slots[p++] = (int32_t)(float)s;
+#else
       if (keep[s] && ids[s] == e) sorted_slots[p++] = (int32_t)s;
+#endif
     }
     const int64_t end = at + padded(count[e], block);
 #ifdef BUG_LAST_BLOCK_UNPADDED

@@ -141,6 +141,45 @@ TEST(DispatchDoor, ACasePast2To24SlotsIsDrawnAndJudged) {
   EXPECT_GE(j["slots"].get<int64_t>(), int64_t{1} << 24) << j;
 }
 
+// A finding that only a case past 2^24 slots shows (a slot index through a float) keeps
+// its shape when shrunk, but only the slots that show it: the reproducer is kilobytes (runs
+// of empty slots), not the gigabyte the whole case would be, and still replays.
+TEST(DispatchDoor, AFindingPast2To24SlotsShrinksToASmallReproducer) {
+  const std::string out = freshDir("dispatch-huge-finding");
+  // Seed 1: its one case keeps slots past 2^24 that a float index misplaces.
+  const auto r = runOracle(std::string("fuzz --json --seconds 1 --seed 1 --tokens 2097153 --k 8 "
+                                       "--experts 1-64 --min-tokens 1 --shrink-seconds 240 "
+                                       "--impl ") +
+                           lib("float_index") + " --out " + out);
+  ASSERT_EQ(r.exitCode, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["violations"].size(), 1u) << j;
+  const std::string file = j["violations"][0]["reproducer"];
+  EXPECT_LT(std::filesystem::file_size(file), 64u * 1024u) << file;
+  std::ifstream in(file);
+  const auto repro = nlohmann::json::parse(in);
+  const auto& c = repro["testGroups"][0]["tests"][0]["case"];
+  EXPECT_GE(c["tokens"].get<int64_t>() * c["k"].get<int64_t>(), int64_t{1} << 24) << c["tokens"];
+  EXPECT_EQ(runOracle("replay " + file).exitCode, 0);
+  EXPECT_EQ(runOracle("replay " + file + " --impl " + lib("float_index")).exitCode, 1);
+  EXPECT_EQ(runOracle("replay " + file + " --impl " + lib("correct")).exitCode, 0);
+  // Its C program fills the empty slots run by run: small, and it reproduces.
+  const auto c99 = runOracle("explain --as c " + file);
+  ASSERT_EQ(c99.exitCode, 0) << c99.out;
+  EXPECT_LT(c99.out.size(), 64u * 1024u);
+  const std::string source = out + "/repro.c";
+  std::ofstream(source) << c99.out;
+  for (const auto& [variant, want] : {std::pair{"float_index", 1}, std::pair{"correct", 0}}) {
+    const std::string exe = out + "/repro-" + variant;
+    const auto built = testing::runShell(
+        std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " + MOE_IMPL_INCLUDE + " " +
+        source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" + variant +
+        " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
+    ASSERT_EQ(built.exitCode, 0) << built.out;
+    EXPECT_EQ(testing::runShell(exe + " >/dev/null 2>&1").exitCode, want) << variant;
+  }
+}
+
 TEST(DispatchDoor, AHangIsAFindingAndTheRunGoesOn) {
   const std::string out = freshDir("dispatch-hang");
   const auto r = runOracle(

@@ -40,7 +40,29 @@ extern "C" __attribute__((visibility("default"))) int moe_layer_v1(
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 #endif
-  return moe::test_layer::layer<Order::kSequential, kBug>(p, x, logits, w13, w2, y, ids, gates);
+#if defined(LAYER_VARIANT_ACCEPTS_BAD_PARAMS)
+  // An activation or dtype the ABI does not list is taken for SwiGLU and bf16 (bf16 reads
+  // no more than the buffers hold): status 0 where EBADPARAMS is due.
+  if (p && p->struct_size >= sizeof(moe_layer_params_v1)) {
+    moe_layer_params_v1 q = *p;
+    q.activation = MOE_ACT_SWIGLU;
+    q.dtype = p->dtype == MOE_DTYPE_F32 ? MOE_DTYPE_F32 : MOE_DTYPE_BF16;
+    return moe::test_layer::layer<Order::kSequential, kBug>(&q, x, logits, w13, w2, y, ids, gates);
+  }
+#elif defined(LAYER_VARIANT_UNSUPPORTED_FIRST)
+  // Anything but SwiGLU over f32 or bf16 "unsupported", before the parameters are checked.
+  if (p && (p->activation != MOE_ACT_SWIGLU ||
+            (p->dtype != MOE_DTYPE_F32 && p->dtype != MOE_DTYPE_BF16))) {
+    return MOE_ROUTE_EUNSUPPORTED;
+  }
+#endif
+  const int status =
+      moe::test_layer::layer<Order::kSequential, kBug>(p, x, logits, w13, w2, y, ids, gates);
+#if defined(LAYER_VARIANT_WRITES_ON_ERROR)
+  // An error that still clears y's first value (as a kernel that zeroes y first would).
+  if (status != 0 && p && p->tokens > 0 && p->hidden > 0 && y) y[0] = 0.0f;
+#endif
+  return status;
 }
 
 extern "C" __attribute__((visibility("default"))) const char* moe_layer_v1_contract(void) {

@@ -77,17 +77,20 @@ TEST_P(BrokenLayer, IsCaughtWithItsKindAndAShrunkReproducer) {
   EXPECT_NE(rerun.out.find(std::string("violation: ") + b.kind), std::string::npos) << rerun.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, BrokenLayer,
-                         ::testing::Values(Broken{"double_add", "extra-expert", ""},
-                                           Broken{"gate_before_act", "expert-output", ""},
-                                           Broken{"bf16_accumulator", "expert-output", ""},
-                                           Broken{"missing", "missing-expert", ""},
-                                           Broken{"wrong_gate", "combine-gate", ""},
-                                           Broken{"segv", "crash", "SIGSEGV"},
-                                           Broken{"hang", "hang", "hang", 3, "--call-timeout 1"}),
-                         [](const ::testing::TestParamInfo<Broken>& info) {
-                           return std::string(info.param.variant);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, BrokenLayer,
+    ::testing::Values(Broken{"double_add", "extra-expert", ""},
+                      Broken{"gate_before_act", "expert-output", ""},
+                      Broken{"bf16_accumulator", "expert-output", ""},
+                      Broken{"missing", "missing-expert", ""},
+                      Broken{"wrong_gate", "combine-gate", ""}, Broken{"segv", "crash", "SIGSEGV"},
+                      Broken{"hang", "hang", "hang", 3, "--call-timeout 1"},
+                      // Calls outside layer_abi.h's domain (about one
+                      // case in 16 at the C ABI's door).
+                      Broken{"accepts_bad_params", "bad-params-accepted", ""},
+                      Broken{"unsupported_first", "bad-params-wrong-status", "4"},
+                      Broken{"writes_on_error", "bad-params-written", ""}),
+    [](const ::testing::TestParamInfo<Broken>& info) { return std::string(info.param.variant); });
 
 TEST(LayerDoor, TheInTreeEigenLayerAndACorrectLayerRunClean) {
   for (const std::string& impl : {std::string(MOE_EIGEN_LAYER), lib("correct")}) {
@@ -139,6 +142,84 @@ TEST(LayerDoor, TheAbiIsNamedOrRefused) {
   const auto notLib = runOracle("fuzz --seconds 1 --abi moe_layer_v1 --impl scalar-probs", true);
   EXPECT_EQ(notLib.exitCode, 2) << notLib.out;
   EXPECT_NE(notLib.out.find("shared library"), std::string::npos) << notLib.out;
+}
+
+// The reproducer of a finding of `fuzz` (one violation expected), shrunk.
+std::string findingOf(const std::string& variant, const std::string& out) {
+  const auto r = runOracle(
+      "fuzz --json --seconds 30 --seed 4 --shrink-seconds 10 "
+      "--hidden 1-512 --intermediate 1-64 --impl " +
+      lib(variant) + " --out " + out);
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  return j["violations"].empty() ? std::string()
+                                 : j["violations"][0]["reproducer"].get<std::string>();
+}
+
+// The C program of `explain --as c` built against `library` (a path): its exit status.
+int builtAndRun(const std::string& source, const std::string& library, const std::string& exe) {
+  const auto dir = std::filesystem::path(library).parent_path().string();
+  const auto built = testing::runShell(std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " +
+                                       MOE_IMPL_INCLUDE + " " + source + " -o " + exe + " " +
+                                       library + " -Wl,-rpath," + dir + " -lm 2>&1");
+  EXPECT_EQ(built.exitCode, 0) << built.out;
+  if (built.exitCode != 0) return -1;
+  return testing::runShell(exe + " 2>&1").exitCode;
+}
+
+// explain --as c|python on layer reproducers: a program calling the user's layer on the case
+// that reproduces the finding with the broken layer and not with correct ones (the in-tree
+// Eigen layer included); a status finding as a call outside the domain, C only.
+TEST(LayerDoor, ExplainAsWritesALayerProgramThatReproduces) {
+  const std::string out = freshDir("layer-snippet");
+  const std::string file = findingOf("missing", out);
+  ASSERT_FALSE(file.empty());
+  const auto c = runOracle("explain --as c " + file);
+  ASSERT_EQ(c.exitCode, 0) << c.out;
+  EXPECT_NE(c.out.find("moe_layer_v1(&p, x, logits.f, w13, w2, y"), std::string::npos) << c.out;
+  const std::string source = out + "/repro.c";
+  std::ofstream(source) << c.out;
+  EXPECT_EQ(builtAndRun(source, lib("missing"), out + "/repro-missing"), 1);
+  EXPECT_EQ(builtAndRun(source, lib("correct"), out + "/repro-correct"), 0);
+  EXPECT_EQ(builtAndRun(source, MOE_EIGEN_LAYER, out + "/repro-eigen"), 0);
+  const auto py = runOracle("explain --as python " + file);
+  ASSERT_EQ(py.exitCode, 0) << py.out;
+  EXPECT_NE(py.out.find("layer = None"), std::string::npos) << py.out;
+  EXPECT_NE(py.out.find("acceptable = ["), std::string::npos) << py.out;
+  std::ofstream(out + "/repro.py") << py.out;
+  const std::string python = *MOE_PYTHON3 ? MOE_PYTHON3 : "python3";
+  const auto compiled = testing::runShell(python + " -m py_compile " + out + "/repro.py 2>&1");
+  EXPECT_EQ(compiled.exitCode, 0) << compiled.out;
+
+  const std::string statusOut = freshDir("layer-snippet-status");
+  const std::string status = findingOf("writes_on_error", statusOut);
+  ASSERT_FALSE(status.empty());
+  const auto sc = runOracle("explain --as c " + status);
+  ASSERT_EQ(sc.exitCode, 0) << sc.out;
+  EXPECT_NE(sc.out.find("Outside the domain"), std::string::npos) << sc.out;
+  std::ofstream(statusOut + "/repro.c") << sc.out;
+  EXPECT_EQ(builtAndRun(statusOut + "/repro.c", lib("writes_on_error"), statusOut + "/w"), 1);
+  EXPECT_EQ(builtAndRun(statusOut + "/repro.c", lib("correct"), statusOut + "/c"), 0);
+  const auto sp = runOracle("explain --as python " + status, true);
+  EXPECT_EQ(sp.exitCode, 2) << sp.out;
+  EXPECT_NE(sp.out.find("--as c"), std::string::npos) << sp.out;
+}
+
+// The Python program on the recorded y: its assert fails (the finding reproduces).
+TEST(LayerDoor, ThePythonProgramReproducesTheFinding) {
+  const std::string python = *MOE_PYTHON3 ? MOE_PYTHON3 : "python3";
+  if (testing::runShell(python + " -c 'import numpy' 2>&1").exitCode != 0) {
+    GTEST_SKIP() << python << " without NumPy: the Python program cannot run here";
+  }
+  const std::string out = freshDir("layer-snippet-python");
+  const std::string file = findingOf("missing", out);
+  ASSERT_FALSE(file.empty());
+  const auto py = runOracle("explain --as python " + file);
+  ASSERT_EQ(py.exitCode, 0) << py.out;
+  std::ofstream(out + "/repro.py") << py.out;
+  const auto ran = testing::runShell(python + " " + out + "/repro.py 2>&1");
+  EXPECT_EQ(ran.exitCode, 1) << ran.out;
+  EXPECT_NE(ran.out.find("AssertionError"), std::string::npos) << ran.out;
 }
 
 TEST(LayerDoor, AMalformedReproducerIsABadInputNotACrash) {

@@ -151,6 +151,16 @@ int layer(const moe_layer_params_v1* p, const void* xv, const float* logits, con
       (p->dtype != MOE_DTYPE_F32 && p->dtype != MOE_DTYPE_BF16)) {
     return MOE_ROUTE_EBADPARAMS;
   }
+  {
+    const int64_t t = T, h = H, i = I, e = E;
+    if ((t * h > 0 && (!xv || !yOut)) || (t * e > 0 && !logits) ||
+        (e * i * h > 0 && (!w13v || !w2v))) {
+      return MOE_ROUTE_ENULL;
+    }
+    if (e * 3 * i * h * 4 > (int64_t{1} << 48) || t * (h + e) * 4 > (int64_t{1} << 48)) {
+      return MOE_ROUTE_EOVERFLOW;
+    }
+  }
   // Widen the inputs to binary32 (bf16: the top 16 bits).
   auto widen = [&](const void* v, size_t n) {
     std::vector<float> out(n);

@@ -30,6 +30,11 @@ struct DispatchCase {
   }
 };
 
+// The case as JSON (a reproducer's "case"). A case of more than kDispatchPlainIds slots
+// writes each run of 16 or more equal ids as one [value, count] entry of "ids", so that a
+// shrunk case past 2^24 slots (its slots emptied but those that show the finding) is a few
+// kilobytes, not a gigabyte; dispatchCaseFromJSON reads both spellings.
+inline constexpr size_t kDispatchPlainIds = 4096;
 nlohmann::json dispatchCaseJSON(const DispatchCase& c);
 // Throws std::invalid_argument naming the field that is missing or malformed.
 DispatchCase dispatchCaseFromJSON(const nlohmann::json& j);

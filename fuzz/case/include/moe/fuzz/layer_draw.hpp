@@ -32,6 +32,9 @@ struct LayerDraw {
   // so that a case is judged in a fraction of a second.
   int64_t maxWeights = int64_t{1} << 22;
   int64_t maxWork = int64_t{1} << 26;
+  // Now and then a call outside layer_abi.h's domain (LayerBadCall, or a route outside the
+  // family's domain when `families`): the C ABI's door only (a function has no statuses).
+  bool badCalls = false;
 };
 
 // The draw for a layer's contract and the command's lists (values and ranges, "" = not
@@ -51,5 +54,11 @@ struct DrawnLayer {
 };
 
 DrawnLayer drawLayerCase(ByteSource& source, const LayerDraw& draw);
+
+// When draw.badCalls, about one case in 16 taken out of layer_abi.h's domain in one way (a
+// LayerBadCall, or a route outside the family's domain when draw.families); true when it
+// was. The bytes come from a source of their own, so that a seed draws the same cases inside
+// the domain with bad calls on or off.
+bool drawBadCall(ByteSource& source, LayerCase& c, const LayerDraw& draw);
 
 }  // namespace moe::fuzz

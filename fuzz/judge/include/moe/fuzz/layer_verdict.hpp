@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/fuzz/layer_case.hpp"
 #include "moe/fuzz/layer_kernel.hpp"
 #include "moe/fuzz/router.hpp"
@@ -59,6 +60,25 @@ LayerReference combineReference(std::span<const int32_t> experts, std::span<cons
                                 std::span<const double> allowance, int32_t hidden,
                                 int32_t intermediate, double factor);
 
+// What a token's y is acceptable against when the layer returns no routing (a reproducer
+// told as a program): each routing the router verdict accepts, with the spec's sparse
+// forward over it and the budget per coordinate (its gates widened by their allowance). y
+// is acceptable when it fits one of them. Empty when y is not judged there (a row without a
+// ranking, a binary32 evaluation that may overflow, a near-tie group too large to try).
+struct LayerTokenReference {
+  std::vector<int32_t> experts;
+  std::vector<double> gates, ref, budget;
+};
+std::vector<LayerTokenReference> layerTokenReferences(const LayerCase& c, int32_t t,
+                                                      const Contract& contract, Judge& routeJudge);
+// The same for the routing a layer returned for token t (its ids, -1 skipped, and gates
+// exactly: what y is judged against when the routing is returned). overflow: y is not
+// judged there.
+LayerTokenReference layerRoutingReference(const LayerCase& c, int32_t t,
+                                          std::span<const int32_t> ids,
+                                          std::span<const float> gates, const Contract& contract,
+                                          bool& overflow);
+
 // Judges one token of a call's output (the routing judged by `routeJudge`).
 LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& out,
                              const Contract& contract, Judge& routeJudge, const LayerRerun& rerun);
@@ -71,6 +91,16 @@ struct LayerCaseResult {
   std::optional<LayerVerdict> violation;  // the first violation, if any
   Outcome worst() const;
 };
+
+// The statuses layer_abi.h allows for the call (a bad call's, or a family outside its
+// domain), with why; empty: the call is inside the domain. Any of several is right.
+std::vector<DueStatus> layerDueStatuses(const LayerCase& c);
+// The call's status judged: nullopt when it is inside the domain and returned 0 (or
+// abstained: EUNSUPPORTED, EINTERNAL); else the verdict on the status alone: a call outside
+// the domain passes (outcome exact) with a due status and y, ids, gates unwritten, and is
+// bad-params-accepted, -wrong-status or -written otherwise; a call inside it answered with
+// another status is bad-status.
+std::optional<LayerVerdict> judgeLayerStatus(const LayerCase& c, const LayerOutput& out);
 
 // Judges a call's whole output: a fault or a bad status first, then every token.
 LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Contract& contract,
