@@ -45,7 +45,7 @@ uint64_t formOf(float x, float b) {
 double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
                  double cUlp) {
   double beta;
-  if (f.score == 0) {
+  if (f.score == ScoreFunction::kSoftmax) {
     beta = probabilityBudget(s, std::isinf(shift) ? 0.0 : shift, E, cUlp);
   } else {
     // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
@@ -79,7 +79,7 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
   r.shift.assign(E, 0.0);
   r.form.resize(E);
   const bool bias = !f.bias.empty();
-  if (f.score == 0) {
+  if (f.score == ScoreFunction::kSoftmax) {
     float m = x[0];
     for (float v : x) m = m <= v ? v : m;
     r.m = m;
@@ -111,7 +111,8 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
     // The budget's slope in s (probabilityBudget's, or sigmoid's (2c + 4) u) and in |c|.
     const double sh = std::isinf(r.shift[i]) ? 0.0 : r.shift[i];
     const double slope =
-        (f.score == 0 ? (sh + 2.0 * E + 4 * cUlp + 4) : (2 * cUlp + 4)) * kU32 * (1 + kU32);
+        (f.score == ScoreFunction::kSoftmax ? (sh + 2.0 * E + 4 * cUlp + 4) : (2 * cUlp + 4)) *
+        kU32 * (1 + kU32);
     r.betaErr[i] = slope * r.serr[i] + kU32 * r.cerr[i] + r.beta[i] * 0x1p-48;
     r.form[i] = formOf(x[i], bias ? f.bias[i] : 0.0f);
   }
@@ -149,7 +150,7 @@ Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
   Groups g;
   g.G = f.groups;
   g.size = E / f.groups;
-  const bool top2 = f.groupScore == 1 && g.size >= 2;
+  const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && g.size >= 2;
   const int m = top2 ? 2 : 1;
   for (int32_t h = 0; h < g.G; ++h) {
     // The group's first m + 1 members by key, as a stable sort by key (descending) orders
@@ -196,7 +197,7 @@ Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
 void groupBudget(const Family& f, int32_t h, int32_t size, std::span<const double> betaLo,
                  std::span<const double> betaHi, double scoreLo, double scoreHi, double& gLo,
                  double& gHi) {
-  const bool top2 = f.groupScore == 1 && size >= 2;
+  const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
   // The largest and second largest of the group's budgets (equal values count twice).
   auto twoLargest = [&](std::span<const double> v, double& first, double& second) {
     first = second = -kInf;
@@ -341,7 +342,7 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   const double cUlp = contract.expMaxUlp;
   bool real = E > 0;
   for (float v : x) real = real && !std::isnan(v);
-  if (f.score == 0 && E > 0) real = real && isRealRow(x);
+  if (f.score == ScoreFunction::kSoftmax && E > 0) real = real && isRealRow(x);
   for (float b : f.bias) real = real && std::isfinite(b);
 
   // Structure: n = min(k, eligible) distinct ids in range, then empty slots.
@@ -467,7 +468,9 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
                           "score {})",
                           g, gr->score[g], beyond, f.topkGroups, worst, gr->score[worst],
                           gr->score[worst] - gr->score[g], budget, familyText(f),
-                          f.groupScore == 1 ? "the sum of the two best keys" : "the best key"),
+                          f.groupScore == GroupScoreFunction::kTop2Sum
+                              ? "the sum of the two best keys"
+                              : "the best key"),
               budget > 0 ? (gr->score[worst] - gr->score[g]) / budget : kInf);
         }
         if (beyond + tied >= f.topkGroups) {
@@ -657,8 +660,9 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   std::optional<std::vector<float>> g32;
   auto spec32 = [&]() -> const std::vector<float>& {
     if (!g32) {
-      const auto s32 =
-          oracle::scoresSpec(f.score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax, x);
+      const auto s32 = oracle::scoresSpec(
+          f.score == ScoreFunction::kSigmoid ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax,
+          x);
       std::vector<int32_t> byIndex(S.begin(), S.end());
       std::sort(byIndex.begin(), byIndex.end());
       float total = 0.0f;
@@ -670,7 +674,7 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   };
   // The kept set's weighted shift (softmax, renormalised: gateFloor's mean term).
   double weighted = 0;
-  if (f.score == 0) {
+  if (f.score == ScoreFunction::kSoftmax) {
     for (int32_t e : S) {
       if (std::isfinite(r.shift[e]) && r.s[e] > 0) weighted += r.s[e] / sumS * r.shift[e];
     }
@@ -682,14 +686,14 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     const double aG = std::fabs(G), aScale = std::fabs(scale);
     const double sh = std::isfinite(r.shift[e]) ? r.shift[e] : 0.0;
     if (f.renormalize == 1) {
-      if (f.score == 0) {
+      if (f.score == ScoreFunction::kSoftmax) {
         return gateFloor(aG, sh, weighted, n, E, cUlp) + kU32 * aG +
                aScale * (E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
       }
       return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
              aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / sumS;
     }
-    if (f.score == 0) {
+    if (f.score == ScoreFunction::kSoftmax) {
       // Raw softmax: the probability's budget, whose denominator sums E terms in any order
       // ((E - 1) u), then the scale's rounding.
       return probabilityBudget(aG, sh, E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
