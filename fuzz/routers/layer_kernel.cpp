@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <array>
 #include <chrono>
 #include <cstring>
 
-#include "moe/fuzz/isolated_router.hpp"
+#include "moe/fuzz/library_router.hpp"
 #include "moe/layer_abi.h"
 #include "params_v2.hpp"
 
@@ -63,9 +64,8 @@ class CaseFunctionLayer final : public LayerKernel {
 };
 
 // In the door's child: the integers are tokens, hidden, intermediate, experts, k,
-// activation, dtype, then the route (present, struct_size, score, groups, topk_groups,
-// group_score, renormalize, the scale's bits); the buffers x, logits, w13, w2, y, ids,
-// gates, bias.
+// activation, dtype, then whether a route is given and its moe_route_params_v2
+// (paramsToScalars); the buffers x, logits, w13, w2, y, ids, gates, bias.
 int invokeLayer(void* symbol, const int64_t* s, void* const* b) {
   moe_layer_params_v1 p{};
   p.struct_size = sizeof(moe_layer_params_v1);
@@ -78,17 +78,7 @@ int invokeLayer(void* symbol, const int64_t* s, void* const* b) {
   p.dtype = static_cast<int32_t>(s[6]);
   moe_route_params_v2 route{};
   if (s[7] != 0) {
-    route.struct_size = static_cast<uint32_t>(s[8]);
-    route.tokens = p.tokens;
-    route.experts = p.experts;
-    route.k = p.k;
-    route.score = static_cast<int32_t>(s[9]);
-    route.groups = static_cast<int32_t>(s[10]);
-    route.topk_groups = static_cast<int32_t>(s[11]);
-    route.group_score = static_cast<int32_t>(s[12]);
-    route.renormalize = static_cast<int32_t>(s[13]);
-    route.scale = std::bit_cast<float>(static_cast<uint32_t>(s[14]));
-    route.bias = static_cast<const float*>(b[7]);
+    route = paramsFromScalars(s + 8, static_cast<const float*>(b[7]));
     p.route = &route;
   }
   auto fn = reinterpret_cast<LayerEntry>(symbol);
@@ -106,21 +96,10 @@ class LibraryLayer final : public LayerKernel {
            const void* w13, const void* w2, float* y, int32_t* ids, float* gates, double timeout,
            RouteFault& fault, bool& stopped, bool&) const override {
     const moe_route_params_v2* r = p.route;
-    const int64_t scalars[] = {p.tokens,
-                               p.hidden,
-                               p.intermediate,
-                               p.experts,
-                               p.k,
-                               p.activation,
-                               p.dtype,
-                               r ? 1 : 0,
-                               r ? r->struct_size : 0,
-                               r ? r->score : 0,
-                               r ? r->groups : 0,
-                               r ? r->topk_groups : 0,
-                               r ? r->group_score : 0,
-                               r ? r->renormalize : 0,
-                               r ? std::bit_cast<uint32_t>(r->scale) : 0};
+    std::array<int64_t, 8 + kParamsScalars> scalars{
+        p.tokens, p.hidden, p.intermediate, p.experts, p.k, p.activation, p.dtype, r ? 1 : 0};
+    static_assert(scalars.size() <= kDoorMaxScalars);
+    if (r) paramsToScalars(*r, scalars.data() + 8);
     const size_t T = static_cast<size_t>(p.tokens), H = static_cast<size_t>(p.hidden),
                  I = static_cast<size_t>(p.intermediate), E = static_cast<size_t>(p.experts),
                  k = static_cast<size_t>(p.k);
