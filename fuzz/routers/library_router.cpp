@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <filesystem>
 
 #include "moe/fuzz/door.hpp"
@@ -59,7 +58,8 @@ double defaultTimeout(size_t logits, size_t slots, int32_t k, int32_t experts) {
   return 60.0 + perStep * (static_cast<double>(logits) * keptPerToken + static_cast<double>(slots));
 }
 
-// The door's fault told in the router's words: which output, in entries of tokens * k.
+// The door's fault told in the router's words: the watchdog's origin, and a stray past an
+// output in entries of tokens * k (a write before one, or a crash, the door tells as is).
 RouteFault routeFault(const DoorFault& f, size_t slots, double limit, bool callTimeoutFlag) {
   RouteFault out{f.kind, f.detail, f.tag};
   if (f.kind == ViolationKind::kHang) {
@@ -72,9 +72,6 @@ RouteFault routeFault(const DoorFault& f, size_t slots, double limit, bool callT
     out.detail = fmt::format(
         "it {} past the end of {} (tokens * k = {} entries): the guard page after {} was hit",
         f.read ? "read" : "wrote", f.tag, slots, f.tag);
-  } else if (f.kind == ViolationKind::kOutOfBoundsWrite && f.tag.starts_with("before-")) {
-    out.detail = fmt::format("it wrote before the start of {}: the canary bytes there changed",
-                             f.tag.substr(7));
   }
   return out;
 }
