@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstring>
 
