@@ -167,7 +167,7 @@ TEST(ContractV2, RestrictedFieldsParseRoundTripAndBindTheDraw) {
   EXPECT_TRUE(c.families.biasRequired && c.families.bias && c.families.groups);
   EXPECT_EQ(c.families.groupValues.text(), "8");
   EXPECT_EQ(c.families.topkGroups.text(), "4");
-  EXPECT_EQ(c.families.groupScores, std::vector<int32_t>{1});
+  EXPECT_EQ(c.families.groupScores, std::vector<GroupScoreFunction>{GroupScoreFunction::kTop2Sum});
   EXPECT_EQ(c.families.renormalize, std::vector<int32_t>{1});
   EXPECT_EQ(c.families.scales, std::vector<float>{2.5f});
   const Contract again = parseContract(contractToJSON(c));
