@@ -54,7 +54,6 @@ struct Request {
 struct Layout {
   std::array<size_t, kDoorMaxBuffers> start{}, guard{};
   size_t end = 0;
-  bool operator==(const Layout&) const = default;
 };
 
 Layout layoutFor(const Request& q) {
@@ -197,21 +196,25 @@ Loaded load(const std::string& path, DoorSpec& spec) {
   return out;
 }
 
-// Guard pages where the layout says: those of the previous call stay in place while the
-// layout is the same (the parent's mapping of the region is its own, unprotected), so a
-// campaign at one shape pays no mprotect per call.
-void placeGuards(uint8_t* region, const Layout& l, size_t n, Layout& guarded,
-                 size_t& guardedCount) {
+// The guard pages in place in the child: their offsets (0: none).
+using Guards = std::array<size_t, kDoorMaxBuffers>;
+
+// Guard pages where the layout says: those of the previous call stay in place while they
+// are at the same pages (the parent's mapping of the region is its own, unprotected), so a
+// campaign at one shape, or at shapes that differ by less than a page, pays no mprotect
+// per call.
+void placeGuards(uint8_t* region, const Layout& l, size_t n, Guards& guarded) {
   const size_t page = pageSize();
-  if (guardedCount != n || !(l == guarded)) {
-    for (size_t i = 0; i < guardedCount; ++i) {
-      if (guarded.guard[i] != 0) mprotect(region + guarded.guard[i], page, PROT_READ | PROT_WRITE);
+  Guards wanted{};
+  std::copy_n(l.guard.begin(), n, wanted.begin());
+  if (wanted != guarded) {
+    for (size_t g : guarded) {
+      if (g != 0) mprotect(region + g, page, PROT_READ | PROT_WRITE);
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (l.guard[i] != 0) mprotect(region + l.guard[i], page, PROT_NONE);
+    for (size_t g : wanted) {
+      if (g != 0) mprotect(region + g, page, PROT_NONE);
     }
-    guarded = l;
-    guardedCount = n;
+    guarded = wanted;
   }
   for (size_t i = 0; i < n; ++i) {
     gGuards[i] = l.guard[i] != 0 ? reinterpret_cast<uintptr_t>(region + l.guard[i]) : 0;
@@ -239,15 +242,14 @@ void placeGuards(uint8_t* region, const Layout& l, size_t n, Layout& guarded,
   send(spec.symbol);
   void* symbol = loaded.symbol;
   installFaultHandler();
-  Layout guarded;
-  size_t guardedCount = 0;
+  Guards guarded{};
   Request q;
   while (readAll(requests, &q, sizeof q)) {
     const auto n = static_cast<size_t>(q.buffers);
     const Layout l = layoutFor(q);
     std::array<void*, kDoorMaxBuffers> at{};
     for (size_t i = 0; i < n; ++i) at[i] = q.null[i] ? nullptr : region + l.start[i];
-    placeGuards(region, l, n, guarded, guardedCount);
+    placeGuards(region, l, n, guarded);
     gGuardCount = static_cast<int>(n);
     Reply r;
     try {
