@@ -225,7 +225,9 @@ Families parseFamilies(const nlohmann::json& j) {
   if (j.contains("topk_groups")) f.topkGroups = familyIntSet(j, "topk_groups");
   if (j.contains("group_score")) {
     familyList(j, "group_score", [&](const nlohmann::json& x) {
-      const int32_t v = familyEnumItem(x, "group_score") == "max" ? 0 : 1;
+      const GroupScoreFunction v = familyEnumItem(x, "group_score") == "max"
+                                       ? GroupScoreFunction::kMax
+                                       : GroupScoreFunction::kTop2Sum;
       if (std::find(f.groupScores.begin(), f.groupScores.end(), v) == f.groupScores.end()) {
         f.groupScores.push_back(v);
       }
@@ -327,8 +329,8 @@ Families familiesOfRecipes(std::string_view names, std::string_view what) {
       f.recipes.push_back(name);
     }
     // What the recipes draw, for every reader of the other fields.
-    (r->score == 1 ? f.sigmoid : f.softmax) = true;
-    f.groups = f.groups || r->groups > 1;
+    (r->family.score == ScoreFunction::kSigmoid ? f.sigmoid : f.softmax) = true;
+    f.groups = f.groups || r->family.groups > 1;
     f.bias = f.bias || r->bias;
     start = comma + 1;
   }
@@ -461,7 +463,9 @@ nlohmann::json familiesJSON(const Families& f) {
   if (!f.topkGroups.empty()) j["topk_groups"] = rangeItems(f.topkGroups);
   if (!f.groupScores.empty()) {
     auto& g = j["group_score"] = nlohmann::json::array();
-    for (int32_t v : f.groupScores) g.push_back(v == 0 ? "max" : "top2_sum");
+    for (GroupScoreFunction v : f.groupScores) {
+      g.push_back(v == GroupScoreFunction::kMax ? "max" : "top2_sum");
+    }
   }
   j["bias"] = f.biasRequired ? nlohmann::json("required") : nlohmann::json(f.bias);
   if (!f.renormalize.empty()) {

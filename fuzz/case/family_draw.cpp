@@ -52,7 +52,8 @@ bool groupsAllowed(const Families& fam, int32_t E, int32_t G) {
     return false;
   }
   if (!fam.topkGroups.empty() && fam.topkGroups.clamp(1, G).empty()) return false;
-  const bool onlyTop2 = fam.groupScores.size() == 1 && fam.groupScores[0] == 1;
+  const bool onlyTop2 =
+      fam.groupScores.size() == 1 && fam.groupScores[0] == GroupScoreFunction::kTop2Sum;
   return !(G > 1 && onlyTop2 && E / G < 2);
 }
 
@@ -72,7 +73,8 @@ std::vector<int32_t> groupChoices(const Families& fam, int32_t E) {
 // The recipe's shapes that the space holds, when the contract's families allow every field
 // of it (none otherwise).
 std::vector<RecipeShape> recipeFits(const Recipe& r, const ShapeSpace& space, const Families& fam) {
-  if (r.score == 1 ? !fam.sigmoid : !fam.softmax) return {};
+  const Family& f = r.family;
+  if (f.score == ScoreFunction::kSigmoid ? !fam.sigmoid : !fam.softmax) return {};
   if (r.bias ? !fam.bias : fam.biasRequired) return {};
   if (!fam.recipes.empty()) {
     if (std::find(fam.recipes.begin(), fam.recipes.end(), r.name) == fam.recipes.end()) return {};
@@ -80,10 +82,10 @@ std::vector<RecipeShape> recipeFits(const Recipe& r, const ShapeSpace& space, co
     auto allows = [](const auto& list, auto v) {
       return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
     };
-    if (!allows(fam.renormalize, r.renormalize) || !allows(fam.scales, r.scale)) return {};
-    if (!groupsAllowed(fam, 0, r.groups)) return {};
-    if (!fam.topkGroups.empty() && !fam.topkGroups.contains(r.topkGroups)) return {};
-    if (r.groups > 1 && !allows(fam.groupScores, r.groupScore)) return {};
+    if (!allows(fam.renormalize, f.renormalize) || !allows(fam.scales, f.scale)) return {};
+    if (!groupsAllowed(fam, 0, f.groups)) return {};
+    if (!fam.topkGroups.empty() && !fam.topkGroups.contains(f.topkGroups)) return {};
+    if (f.groups > 1 && !allows(fam.groupScores, f.groupScore)) return {};
   }
   std::vector<RecipeShape> out;
   for (const RecipeShape& s : r.shapes) {
@@ -100,10 +102,10 @@ std::vector<RecipeShape> recipeFits(const Recipe& r, const ShapeSpace& space, co
 const IntSet& expertsForGroups(const ShapeSpace& space, const Families& fam) {
   thread_local std::string key;
   thread_local IntSet cached;
-  const std::string now = space.experts.text() + "|" + fam.groupValues.text() + "|" +
-                          fam.topkGroups.text() + "|" + std::to_string(fam.groups) +
-                          std::to_string(fam.groupScores.size()) +
-                          (fam.groupScores.empty() ? "" : std::to_string(fam.groupScores[0]));
+  const std::string now =
+      space.experts.text() + "|" + fam.groupValues.text() + "|" + fam.topkGroups.text() + "|" +
+      std::to_string(fam.groups) + std::to_string(fam.groupScores.size()) +
+      (fam.groupScores.empty() ? "" : std::to_string(static_cast<int32_t>(fam.groupScores[0])));
   if (now == key) return cached;
   std::vector<int64_t> fit;
   for (const IntRange& r : space.experts.ranges()) {
@@ -198,7 +200,8 @@ void addStructure(ByteSource& src, Case& c, Family& f, const ShapeSpace& space) 
         for (int32_t i = 0; i < size; ++i) order[static_cast<size_t>(i)] = i;
         const auto row = c.row(0);
         auto key = [&](int32_t i) {
-          const float s = f.score == 1 ? sigmoid32(row[a * size + i]) : row[a * size + i];
+          const float s =
+              f.score == ScoreFunction::kSigmoid ? sigmoid32(row[a * size + i]) : row[a * size + i];
           const float v = f.bias.empty() ? s : s + f.bias[static_cast<size_t>(a * size + i)];
           return std::isnan(v) ? -INFINITY : v;  // a strict weak order for the sort
         };
@@ -212,7 +215,7 @@ void addStructure(ByteSource& src, Case& c, Family& f, const ShapeSpace& space) 
       }
       break;
     case 2:  // a bias that cancels a score difference exactly in binary32 (token 0, sigmoid)
-      if (!f.bias.empty() && f.score == 1) {
+      if (!f.bias.empty() && f.score == ScoreFunction::kSigmoid) {
         const int32_t i = pick(src, E), j = pick(src, E);
         const auto row = c.row(0);
         const float si = sigmoid32(row[i]), sj = sigmoid32(row[j]);
@@ -263,12 +266,12 @@ void makeInvalid(ByteSource& src, Case& c, Family& f) {
       if (E >= 2) {  // top-2 sums of groups of one
         f.groups = E;
         f.topkGroups = 1;
-        f.groupScore = 1;
+        f.groupScore = GroupScoreFunction::kTop2Sum;
         break;
       }
       [[fallthrough]];
     case 4:
-      f.score = (src.u8() & 1) ? 2 : -1;
+      f.score = static_cast<ScoreFunction>((src.u8() & 1) ? 2 : -1);
       break;
     case 5:
       f.renormalize = (src.u8() & 1) ? 2 : -1;
@@ -336,7 +339,7 @@ bool caseInside(const Case& c, const ShapeSpace& space, const Families* fam) {
   auto allows = [](const auto& list, auto v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
-  if (f.score == 1 ? !fam->sigmoid : !fam->softmax) return false;
+  if (f.score == ScoreFunction::kSigmoid ? !fam->sigmoid : !fam->softmax) return false;
   if (f.bias.empty() ? fam->biasRequired : !fam->bias) return false;
   if (!allows(fam->renormalize, f.renormalize) || !allows(fam->scales, f.scale)) return false;
   if (!groupsAllowed(*fam, c.experts, f.groups)) return false;
@@ -397,7 +400,8 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
   }
   const int32_t E = c.experts;
   Family f;
-  f.score = fam.softmax && fam.sigmoid ? (src.u8() & 1) : (fam.sigmoid ? 1 : 0);
+  const bool sigmoid = fam.softmax && fam.sigmoid ? (src.u8() & 1) != 0 : fam.sigmoid;
+  f.score = sigmoid ? ScoreFunction::kSigmoid : ScoreFunction::kSoftmax;
   if (fam.biasRequired || (fam.bias && src.u8() < 160)) f.bias = drawBias(src, E, c.modelLike);
   if (fam.restrictsGroups()) {
     // Only what the contract lists (E was drawn among the experts that take some of it).
@@ -408,9 +412,13 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
       if (fam.topkGroups.empty() || fam.topkGroups.contains(t)) topks.push_back(t);
     }
     if (!topks.empty()) f.topkGroups = pickOf(src, topks);
-    std::vector<int32_t> scores =
-        fam.groupScores.empty() ? std::vector<int32_t>{0, 1} : fam.groupScores;
-    if (f.groups > 1 && E / f.groups < 2) std::erase(scores, 1);  // top-2 of groups of one
+    std::vector<GroupScoreFunction> scores =
+        fam.groupScores.empty() ? std::vector<GroupScoreFunction>{GroupScoreFunction::kMax,
+                                                                  GroupScoreFunction::kTop2Sum}
+                                : fam.groupScores;
+    if (f.groups > 1 && E / f.groups < 2) {
+      std::erase(scores, GroupScoreFunction::kTop2Sum);  // top-2 of groups of one
+    }
     if (!scores.empty()) f.groupScore = pickOf(src, scores);
   } else if (fam.groups && E >= 2 && src.u8() < 176) {
     const std::vector<int32_t> d = divisors(E);
@@ -419,7 +427,8 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
                    ? E
                    : d[static_cast<size_t>(1 + pick(src, static_cast<int32_t>(d.size()) - 1))];
     f.topkGroups = 1 + pick(src, f.groups);
-    f.groupScore = (E / f.groups >= 2 && (src.u8() & 1)) ? 1 : 0;
+    f.groupScore = (E / f.groups >= 2 && (src.u8() & 1)) ? GroupScoreFunction::kTop2Sum
+                                                         : GroupScoreFunction::kMax;
   }
   f.renormalize = fam.renormalize.empty() ? (src.u8() & 1) : pickOf(src, fam.renormalize);
   f.scale = fam.scales.empty() ? kScales[src.u8() % std::size(kScales)] : pickOf(src, fam.scales);

@@ -18,18 +18,38 @@ constexpr RecipeShape kQwen2Moe[] = {{60, 4}, {64, 8}};  // Qwen1.5-MoE-A2.7B, Q
 constexpr RecipeShape kQwen3Moe[] = {{128, 8}};
 constexpr RecipeShape kGptOss[] = {{32, 4}, {128, 4}};  // gpt-oss-20b, gpt-oss-120b
 
-// name, models, score, bias, groups, topk_groups, group_score, renormalize, scale, shapes
+constexpr auto kSoftmax = ScoreFunction::kSoftmax;
+constexpr auto kSigmoid = ScoreFunction::kSigmoid;
+constexpr auto kMax = GroupScoreFunction::kMax;
+constexpr auto kTop2Sum = GroupScoreFunction::kTop2Sum;
+
+Family family(ScoreFunction score, int32_t groups, int32_t topkGroups,
+              GroupScoreFunction groupScore, int32_t renormalize, float scale) {
+  Family f;
+  f.score = score;
+  f.groups = groups;
+  f.topkGroups = topkGroups;
+  f.groupScore = groupScore;
+  f.renormalize = renormalize;
+  f.scale = scale;
+  return f;
+}
+
+// name, models, family (score, groups, topk_groups, group_score, renormalize, scale), bias,
+// shapes
 const std::array<Recipe, 9> kRecipes = {{
-    {"deepseek-v3", "DeepSeek-V3 / R1", 1, true, 8, 4, 1, 1, 2.5f, kDeepSeekV3},
-    {"deepseek-v2", "DeepSeek-V2", 0, false, 8, 3, 0, 0, 16.0f, kDeepSeekV2},
-    {"kimi-k2", "Kimi K2", 1, true, 1, 1, 0, 1, 2.827f, kKimiK2},
-    {"glm-4.5", "GLM-4.5, GLM-4.5-Air", 1, true, 1, 1, 0, 1, 2.5f, kGlm45},
-    {"llama4", "Llama 4 Scout, Maverick", 1, false, 1, 1, 0, 0, 1.0f, kLlama4},
-    {"mixtral", "Mixtral 8x7B", 0, false, 1, 1, 0, 1, 1.0f, kMixtral},
-    {"qwen2-moe", "Qwen1.5-MoE, Qwen2-MoE", 0, false, 1, 1, 0, 0, 1.0f, kQwen2Moe},
-    {"qwen3-moe", "Qwen3-MoE", 0, false, 1, 1, 0, 1, 1.0f, kQwen3Moe},
+    {"deepseek-v3", "DeepSeek-V3 / R1", family(kSigmoid, 8, 4, kTop2Sum, 1, 2.5f), true,
+     kDeepSeekV3},
+    {"deepseek-v2", "DeepSeek-V2", family(kSoftmax, 8, 3, kMax, 0, 16.0f), false, kDeepSeekV2},
+    {"kimi-k2", "Kimi K2", family(kSigmoid, 1, 1, kMax, 1, 2.827f), true, kKimiK2},
+    {"glm-4.5", "GLM-4.5, GLM-4.5-Air", family(kSigmoid, 1, 1, kMax, 1, 2.5f), true, kGlm45},
+    {"llama4", "Llama 4 Scout, Maverick", family(kSigmoid, 1, 1, kMax, 0, 1.0f), false, kLlama4},
+    {"mixtral", "Mixtral 8x7B", family(kSoftmax, 1, 1, kMax, 1, 1.0f), false, kMixtral},
+    {"qwen2-moe", "Qwen1.5-MoE, Qwen2-MoE", family(kSoftmax, 1, 1, kMax, 0, 1.0f), false,
+     kQwen2Moe},
+    {"qwen3-moe", "Qwen3-MoE", family(kSoftmax, 1, 1, kMax, 1, 1.0f), false, kQwen3Moe},
     // Top-k on the logits, then softmax over the k: the renormalised softmax gates.
-    {"gpt-oss", "gpt-oss", 0, false, 1, 1, 0, 1, 1.0f, kGptOss},
+    {"gpt-oss", "gpt-oss", family(kSoftmax, 1, 1, kMax, 1, 1.0f), false, kGptOss},
 }};
 
 }  // namespace
@@ -52,14 +72,7 @@ std::string recipeNames() {
 }
 
 Family recipeFamily(const Recipe& r) {
-  Family f;
-  f.score = r.score;
-  f.groups = r.groups;
-  f.topkGroups = r.topkGroups;
-  f.groupScore = r.groupScore;
-  f.renormalize = r.renormalize;
-  f.scale = r.scale;
-  return f;
+  return r.family;
 }
 
 std::string_view recipeOf(const Case& c) {

@@ -397,9 +397,9 @@ void pythonSnippet(fmt::memory_buffer& out, const LayerFinding& f) {
     fmt::format_to(to,
                    "family = {{\"score\": \"{}\", \"bias\": {}, \"groups\": {}, \"topk_groups\": "
                    "{},\n          \"group_score\": \"{}\", \"renormalize\": {}, \"scale\": {}}}\n",
-                   fam.score == 1 ? "sigmoid" : "softmax",
+                   fam.score == ScoreFunction::kSigmoid ? "sigmoid" : "softmax",
                    fam.bias.empty() ? "None" : fmt::format("f32([{}], E)", pyFloats(fam.bias)),
-                   fam.groups, fam.topkGroups, fam.groupScore == 1 ? "top2_sum" : "max",
+                   fam.groups, fam.topkGroups, fam.groupScore == GroupScoreFunction::kTop2Sum ? "top2_sum" : "max",
                    fam.renormalize == 1 ? "True" : "False",
                    pyDouble(static_cast<double>(fam.scale)));
   } else {

@@ -229,16 +229,19 @@ void writeList(fmt::memory_buffer& out, std::span<const T> values, Spell spell, 
   }
 }
 
-std::string scoreName(int32_t score, bool python) {
-  if (score == 0) return python ? "'softmax'" : "MOE_SCORE_SOFTMAX";
-  if (score == 1) return python ? "'sigmoid'" : "MOE_SCORE_SIGMOID";
-  return fmt::format("{}", score);  // outside the ABI's enum: the raw value the call passed
+std::string scoreName(ScoreFunction score, bool python) {
+  if (score == ScoreFunction::kSoftmax) return python ? "'softmax'" : "MOE_SCORE_SOFTMAX";
+  if (score == ScoreFunction::kSigmoid) return python ? "'sigmoid'" : "MOE_SCORE_SIGMOID";
+  // Outside the ABI's enum: the raw value the call passed.
+  return fmt::format("{}", static_cast<int32_t>(score));
 }
 
-std::string groupScoreName(int32_t groupScore, bool python) {
-  if (groupScore == 0) return python ? "'max'" : "MOE_GROUP_MAX";
-  if (groupScore == 1) return python ? "'top2_sum'" : "MOE_GROUP_TOP2_SUM";
-  return fmt::format("{}", groupScore);
+std::string groupScoreName(GroupScoreFunction groupScore, bool python) {
+  if (groupScore == GroupScoreFunction::kMax) return python ? "'max'" : "MOE_GROUP_MAX";
+  if (groupScore == GroupScoreFunction::kTop2Sum) {
+    return python ? "'top2_sum'" : "MOE_GROUP_TOP2_SUM";
+  }
+  return fmt::format("{}", static_cast<int32_t>(groupScore));
 }
 
 std::string headline(const Finding& f) {

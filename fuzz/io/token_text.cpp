@@ -193,8 +193,9 @@ void describeFamily(fmt::memory_buffer& out, std::span<const float> x, const Fam
   const auto& d = spec.decision;
   const size_t size = f.groups > 0 ? E / static_cast<size_t>(f.groups) : E;
   if (real && f.groups > 1) {
-    fmt::format_to(std::back_inserter(out), "groups ({} of {} experts, score = {}):\n", f.groups,
-                   size, f.groupScore == 1 ? "sum of the two best keys" : "the best key");
+    fmt::format_to(
+        std::back_inserter(out), "groups ({} of {} experts, score = {}):\n", f.groups, size,
+        f.groupScore == GroupScoreFunction::kTop2Sum ? "sum of the two best keys" : "the best key");
     fmt::format_to(std::back_inserter(out), "{:>6} {:>10} {:>34} {:>8} {:>8}\n", "group", "experts",
                    "exact group score ~", "spec", "router");
     for (size_t h = 0; h < static_cast<size_t>(f.groups); ++h) {

@@ -6,15 +6,12 @@
 #include <climits>
 #include <optional>
 
+#include "moe/fuzz/route_status.hpp"
 #include "moe/oracle/dispatch.hpp"
 
 namespace moe::fuzz {
 
 namespace {
-
-// route_abi.h's statuses, which moe_dispatch_v1 shares (the judge does not include impl/).
-constexpr int kOk = 0, kBadSize = 1, kNull = 2, kOverflow = 3, kUnsupported = 4, kInternal = 5,
-              kBadParams = 6;
 
 DispatchVerdict violation(ViolationKind kind, std::string certificate, std::string tag = {}) {
   DispatchVerdict v;
@@ -36,7 +33,7 @@ std::string valueText(int32_t v) {
 // The statuses: success when none is due; a due error answered by one of its statuses with
 // nothing written; never a status outside the ABI's.
 std::optional<DispatchVerdict> judgeStatus(const DispatchCase& c, const DispatchOutput& out) {
-  if (out.status < kOk || out.status > kBadParams) {
+  if (out.status < MOE_ROUTE_OK || out.status > MOE_ROUTE_EBADPARAMS) {
     return violation(ViolationKind::kBadStatus,
                      fmt::format("returned {}, a status moe_dispatch_v1 does not define ({})",
                                  out.status, dispatchShapeText(c)),
@@ -44,13 +41,13 @@ std::optional<DispatchVerdict> judgeStatus(const DispatchCase& c, const Dispatch
   }
   const std::vector<DueStatus> due = dueStatuses(c);
   if (due.empty()) {
-    if (out.status == kUnsupported || out.status == kInternal) {
+    if (out.status == MOE_ROUTE_EUNSUPPORTED || out.status == MOE_ROUTE_EINTERNAL) {
       DispatchVerdict v;
       v.abstained = true;
       v.abstainReason = fmt::format("returned {}", dispatchStatusText(out.status));
       return v;
     }
-    if (out.status != kOk) {
+    if (out.status != MOE_ROUTE_OK) {
       return violation(ViolationKind::kBadStatus,
                        fmt::format("returned {} on a call inside the domain ({})",
                                    dispatchStatusText(out.status), dispatchShapeText(c)),
@@ -64,7 +61,7 @@ std::optional<DispatchVerdict> judgeStatus(const DispatchCase& c, const Dispatch
     const std::string name = dispatchStatusText(d.status);
     if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
   }
-  if (out.status == kOk) {
+  if (out.status == MOE_ROUTE_OK) {
     return violation(ViolationKind::kBadParamsAccepted,
                      fmt::format("returned 0 for a call outside the domain ({}): {}; "
                                  "layer_abi.h asks for {} with nothing written",
@@ -373,35 +370,35 @@ std::string dispatchStatusText(int status) {
 std::vector<DueStatus> dueStatuses(const DispatchCase& c) {
   std::vector<DueStatus> due;
   if (c.tokens < 0 || c.k < 0 || c.experts < 0) {
-    due.push_back({kBadSize, fmt::format("a negative size (tokens {}, k {}, experts {})", c.tokens,
-                                         c.k, c.experts)});
+    due.push_back({MOE_ROUTE_EBADSIZE, fmt::format("a negative size (tokens {}, k {}, experts {})",
+                                                   c.tokens, c.k, c.experts)});
   }
   const int64_t slots = c.slots();
   if (slots > INT32_MAX) {
-    due.push_back({kOverflow, fmt::format("tokens * k = {} exceeds INT32_MAX", slots)});
+    due.push_back({MOE_ROUTE_EOVERFLOW, fmt::format("tokens * k = {} exceeds INT32_MAX", slots)});
   }
-  if (c.block < 1) due.push_back({kBadParams, fmt::format("block = {} < 1", c.block)});
+  if (c.block < 1) due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("block = {} < 1", c.block)});
   const bool idsRead = due.empty() || (c.block < 1 && due.size() == 1);
   if (idsRead && !c.nullIds && slots >= 0 && static_cast<int64_t>(c.ids.size()) == slots) {
     for (size_t s = 0; s < c.ids.size(); ++s) {
       if (c.ids[s] < -1 || c.ids[s] >= c.experts) {
-        due.push_back({kBadParams, fmt::format("ids[{}] = {} is neither -1 nor in 0..{}", s,
-                                               c.ids[s], c.experts - 1)});
+        due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("ids[{}] = {} is neither -1 nor in 0..{}",
+                                                         s, c.ids[s], c.experts - 1)});
         break;
       }
     }
   }
-  if (c.nullIds && slots > 0) due.push_back({kNull, "ids is NULL and tokens * k > 0"});
-  if (c.nullSortedSlots && c.maxRows > 0) due.push_back({kNull, "sorted_slots is NULL"});
+  if (c.nullIds && slots > 0) due.push_back({MOE_ROUTE_ENULL, "ids is NULL and tokens * k > 0"});
+  if (c.nullSortedSlots && c.maxRows > 0) due.push_back({MOE_ROUTE_ENULL, "sorted_slots is NULL"});
   if (c.nullBlockExpert && c.blockExpertEntries() > 0) {
-    due.push_back({kNull, "block_expert is NULL"});
+    due.push_back({MOE_ROUTE_ENULL, "block_expert is NULL"});
   }
-  if (c.nullRows) due.push_back({kNull, "rows is NULL"});
+  if (c.nullRows) due.push_back({MOE_ROUTE_ENULL, "rows is NULL"});
   if (due.empty()) {
     const int64_t rows = dispatchRowsNeeded(c);
     if (rows > c.maxRows) {
-      due.push_back(
-          {kOverflow, fmt::format("the padded length {} exceeds max_rows = {}", rows, c.maxRows)});
+      due.push_back({MOE_ROUTE_EOVERFLOW,
+                     fmt::format("the padded length {} exceeds max_rows = {}", rows, c.maxRows)});
     }
   }
   return due;

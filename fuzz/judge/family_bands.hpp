@@ -17,10 +17,10 @@ namespace moe::fuzz {
 
 // The spec's choices of a family that the verdict branches on.
 inline bool isSoftmax(const Family& f) {
-  return f.score == 0;
+  return f.score == ScoreFunction::kSoftmax;
 }
 inline bool isTop2Sum(const Family& f) {
-  return f.groupScore == 1;
+  return f.groupScore == GroupScoreFunction::kTop2Sum;
 }
 inline bool renormalises(const Family& f) {
   return f.renormalize == 1;

@@ -33,7 +33,7 @@ void scores(std::span<const float> x, const Family& f, Row& r) {
   r.t.resize(E);
   r.s.resize(E);
   r.serr.resize(E);
-  if (f.score == 1) {
+  if (f.score == ScoreFunction::kSigmoid) {
     sigmoidScores(x, r.t, r.s, r.serr);
     return;
   }
@@ -82,7 +82,7 @@ uint64_t formOf(float x, float b) {
 // key is 1 + b rounded, whatever the logit.
 uint64_t keyId(std::span<const float> x, const Family& f, int32_t i) {
   const float b = f.bias.empty() ? 0.0f : f.bias[i];
-  if (f.score == 1 && x[i] >= 37.5f) return formOf(37.5f, b);
+  if (f.score == ScoreFunction::kSigmoid && x[i] >= 37.5f) return formOf(37.5f, b);
   return formOf(x[i], b);
 }
 
@@ -176,7 +176,7 @@ bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::sp
   const int32_t G = f.groups, size = E / G;
   eligible.assign(static_cast<size_t>(E), 1);
   if (G <= 1 || f.topkGroups >= G) return true;
-  const bool top2 = f.groupScore == 1 && size >= 2;
+  const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
   const double m = top2 ? 2.0 : 1.0;
   thread_local std::vector<double> lo, hi, score, best, second, tight, gammaLow;
   thread_local std::vector<int32_t> order;
@@ -325,7 +325,7 @@ bool gatesWithin(const Family& f, const Row& r, std::span<const int32_t> S,
   const double sumLo = sumS - sumErr, sumHi = sumS + sumErr;
   if (renorm && !(sumLo > 0)) return false;
   double weighted = 0;
-  if (f.score == 0) {
+  if (f.score == ScoreFunction::kSoftmax) {
     for (int32_t e : S) {
       if (std::isfinite(r.t[e]) && r.s[e] > 0) weighted += r.s[e] / sumS * r.t[e];
     }
@@ -335,14 +335,14 @@ bool gatesWithin(const Family& f, const Row& r, std::span<const int32_t> S,
     if (!config.analyticFloor) return 0.0;
     const double sh = std::isfinite(r.t[e]) ? r.t[e] : 0.0;
     if (renorm) {
-      if (f.score == 0) {
+      if (f.score == ScoreFunction::kSoftmax) {
         return gateFloor(aG, sh, weighted, n, E, cUlp) + kU32 * aG +
                aScale * (E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
       }
       return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
              aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / sumHi;
     }
-    if (f.score == 0) {
+    if (f.score == ScoreFunction::kSoftmax) {
       return probabilityBudget(aG, sh, E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
     }
     const bool tiny = (r.s[e] + r.serr[e]) * (1 + 0x1p-30) < 0x1p-125;
@@ -371,7 +371,9 @@ bool gatesWithin(const Family& f, const Row& r, std::span<const int32_t> S,
 // A family inside route_abi.h's domain, checked field by field without building a reason:
 // anything else goes to the ladder.
 bool plainFamily(const Family& f, int32_t E) {
-  return (f.score == 0 || f.score == 1) && (f.groupScore == 0 || f.groupScore == 1) &&
+  return (f.score == ScoreFunction::kSoftmax || f.score == ScoreFunction::kSigmoid) &&
+         (f.groupScore == GroupScoreFunction::kMax ||
+          f.groupScore == GroupScoreFunction::kTop2Sum) &&
          (f.renormalize == 0 || f.renormalize == 1) && f.groups >= 1 && E % f.groups == 0 &&
          f.topkGroups >= 1 && f.topkGroups <= f.groups && std::isfinite(f.scale) &&
          f.structShort == 0 && (f.bias.empty() || f.bias.size() == static_cast<size_t>(E));
@@ -379,7 +381,7 @@ bool plainFamily(const Family& f, int32_t E) {
 
 bool realFamilyRow(std::span<const float> x, const Family& f, bool rowReal) {
   if (x.empty() || !allFinite(f.bias)) return false;
-  if (f.score == 0) return rowReal;
+  if (f.score == ScoreFunction::kSoftmax) return rowReal;
   return !anyNaN(x);
 }
 
@@ -399,7 +401,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   const auto E = static_cast<int32_t>(x.size());
   if (!plainFamily(f, E)) return Decided::kNo;
   const int32_t n = std::min(k, familyEligible(f, E));
-  const bool real = realFamilyRow(x, f, f.score == 0 && scanRow(x).real);
+  const bool real = realFamilyRow(x, f, f.score == ScoreFunction::kSoftmax && scanRow(x).real);
   thread_local std::vector<uint8_t> inS, eligible;
   // The context of a certificate is not needed: a structure violation goes to the ladder.
   if (checkSlots(E, k, {n, "min(k, eligible)", ""}, ids, gates, real, false, inS)) {

@@ -241,21 +241,22 @@ HWY_INLINE void KeyVec(D d, const KeyRow& in, size_t E, const double* t, const d
   const auto sUp = hn::Add(sv, ev), cUp = hn::Add(ac, cerr);
   const double twoE = 2.0 * static_cast<double>(E);
   auto sh = hn::Zero(d);
-  if (in.score == 0) {
+  if (in.score == ScoreFunction::kSoftmax) {
     const auto tv = hn::LoadU(d, t);
     sh = hn::IfThenElseZero(hn::Lt(hn::Abs(tv), hn::Set(d, HUGE_VAL)), tv);
   }
   auto ladderErr =
-      in.score == 0 ? hn::Mul(hn::Mul(sUp, hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 8.0))),
-                              hn::Set(d, 0x1p-52))
-                    : hn::Mul(sUp, hn::Set(d, 0x1p-50));
+      in.score == ScoreFunction::kSoftmax
+          ? hn::Mul(hn::Mul(sUp, hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 8.0))),
+                    hn::Set(d, 0x1p-52))
+          : hn::Mul(sUp, hn::Set(d, 0x1p-50));
   ladderErr = hn::Add(ladderErr, hn::Set(d, kAbsNormal));
   if (hasBias) ladderErr = hn::Add(ladderErr, hn::Mul(cUp, hn::Set(d, 0x1p-52)));
   const auto r =
       hn::Add(hn::Add(cerr, hn::Mul(hn::Set(d, 2.0), ladderErr)), hn::Mul(ac, hn::Set(d, 0x1p-51)));
   const double cUlp = in.cUlp, u = 0x1p-24, tiny = 0x1p-149;
   auto bt = hn::Zero(d);
-  if (in.score == 0) {
+  if (in.score == ScoreFunction::kSoftmax) {
     const auto rel = hn::Mul(
         hn::Mul(
             hn::Add(hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 4 * cUlp)), hn::Set(d, 4.0)),
@@ -282,7 +283,7 @@ void KeyBandsImpl(const KeyRow& in, double* c, double* radius, double* beta) {
   const hn::ScalableTag<double> d;
   const size_t L = hn::Lanes(d), n = in.s.size();
   const bool hasBias = !in.bias.empty();
-  const double* t = in.score == 0 ? in.t.data() : nullptr;
+  const double* t = in.score == ScoreFunction::kSoftmax ? in.t.data() : nullptr;
   size_t i = 0;
   for (; i + L <= n; i += L) {
     KeyVec(d, in, n, t ? t + i : nullptr, in.s.data() + i, in.serr.data() + i,

@@ -48,7 +48,7 @@ RowScores rowScores(const LayerCase& c, int32_t t) {
   r.spec = oracle::routeKeptExperts(p, std::span<const float>(r.keys));
   r.renormalize = f.renormalize == 1;
   r.scale = f.scale;
-  r.softmax = f.score == 0;
+  r.softmax = f.score == ScoreFunction::kSoftmax;
   return r;
 }
 

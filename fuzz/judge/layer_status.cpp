@@ -10,14 +10,12 @@
 
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/fuzz/layer_verdict.hpp"
+#include "moe/fuzz/route_status.hpp"
 
 namespace moe::fuzz {
 
 namespace {
 
-// route_abi.h's statuses (the judge does not include impl/ headers).
-constexpr int kOk = 0, kBadSize = 1, kNull = 2, kOverflow = 3, kUnsupported = 4, kInternal = 5,
-              kBadParams = 6;
 constexpr uint32_t kSentinel = 0x7fa00000u;      // LayerKernel::run's signalling NaN
 constexpr double kMaxBytes = 281474976710656.0;  // 2^48: layer_abi.h's EOVERFLOW
 
@@ -54,29 +52,29 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
   std::vector<DueStatus> due;
   const LayerCallParams p = layerCallParams(c);
   if (p.structShort > 0) {
-    due.push_back({kBadParams, fmt::format("struct_size is {} bytes short of "
+    due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("struct_size is {} bytes short of "
                                            "sizeof(moe_layer_params_v1)",
                                            p.structShort)});
   }
   if (p.tokens < 0 || p.hidden < 0 || p.intermediate < 0 || p.experts < 0 || p.k < 0) {
-    due.push_back({kBadSize, fmt::format("a negative size (tokens {}, hidden {}, intermediate {}, "
+    due.push_back({MOE_ROUTE_EBADSIZE, fmt::format("a negative size (tokens {}, hidden {}, intermediate {}, "
                                          "experts {}, k {})",
                                          p.tokens, p.hidden, p.intermediate, p.experts, p.k)});
     return due;  // the other checks read the sizes
   }
   if (p.activation != 0) {
     due.push_back(
-        {kBadParams, fmt::format("activation = {}, not MOE_ACT_SWIGLU (0)", p.activation)});
+        {MOE_ROUTE_EBADPARAMS, fmt::format("activation = {}, not MOE_ACT_SWIGLU (0)", p.activation)});
   }
   if (p.dtype != 0 && p.dtype != 1) {
     due.push_back(
-        {kBadParams,
+        {MOE_ROUTE_EBADPARAMS,
          fmt::format("dtype = {}, neither MOE_DTYPE_F32 (0) nor MOE_DTYPE_BF16 (1)", p.dtype)});
   }
   const double T = p.tokens, H = p.hidden, I = p.intermediate, E = p.experts;
   const auto nullHolding = [&](bool isNull, double values, const char* name) {
     if (isNull && values > 0) {
-      due.push_back({kNull, fmt::format("{} is NULL and holds {:.0f} values", name, values)});
+      due.push_back({MOE_ROUTE_ENULL, fmt::format("{} is NULL and holds {:.0f} values", name, values)});
     }
   };
   nullHolding(p.nullX, T * H, "x");
@@ -86,14 +84,14 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
   nullHolding(p.nullY, T * H, "y");
   const double weightBytes = E * 3 * I * H * 4, batchBytes = T * (H + E) * 4;
   if (weightBytes > kMaxBytes || batchBytes > kMaxBytes) {
-    due.push_back({kOverflow, fmt::format("the byte counts ({:.4g} of weights, {:.4g} of x and "
+    due.push_back({MOE_ROUTE_EOVERFLOW, fmt::format("the byte counts ({:.4g} of weights, {:.4g} of x and "
                                           "logits) pass 2^48",
                                           weightBytes, batchBytes)});
   }
   if (c.family) {
     const std::string why = familyInvalidReason(*c.family, c.experts);
     if (!why.empty()) {
-      due.push_back({kBadParams, fmt::format("route outside the family's domain ({}: {})",
+      due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("route outside the family's domain ({}: {})",
                                              familyText(*c.family), why)});
     }
   }
@@ -103,7 +101,7 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
 std::optional<LayerVerdict> judgeLayerStatus(const LayerCase& c, const LayerOutput& out) {
   const std::vector<DueStatus> due = layerDueStatuses(c);
   if (due.empty()) {
-    if (out.status == kOk || out.status == kUnsupported || out.status == kInternal) {
+    if (out.status == MOE_ROUTE_OK || out.status == MOE_ROUTE_EUNSUPPORTED || out.status == MOE_ROUTE_EINTERNAL) {
       return std::nullopt;
     }
     return statusViolation(ViolationKind::kBadStatus,
@@ -117,7 +115,7 @@ std::optional<LayerVerdict> judgeLayerStatus(const LayerCase& c, const LayerOutp
     const std::string name = dispatchStatusText(d.status);
     if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
   }
-  if (out.status == kOk) {
+  if (out.status == MOE_ROUTE_OK) {
     return statusViolation(ViolationKind::kBadParamsAccepted,
                            fmt::format("returned 0 for a call outside the domain ({}): {}; "
                                        "layer_abi.h asks for {} with nothing written",

@@ -11,12 +11,10 @@
 #include "judge_pool.hpp"
 #include "moe/fuzz/first_level.hpp"
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/route_status.hpp"
 #include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
-
-// route_abi.h's MOE_ROUTE_EBADPARAMS (fuzz/judge does not include impl/ headers).
-constexpr int MOE_ROUTE_EBADPARAMS_STATUS = 6;
 
 bool isGateCause(ViolationKind kind) {
   return kind == ViolationKind::kGateBias || kind == ViolationKind::kGateScale ||
@@ -331,7 +329,7 @@ std::optional<Verdict> checkInvalidParams(const Case& c, const RouteOutput& out,
                                           const std::string& why) {
   Verdict v;
   v.outcome = Outcome::kViolation;
-  if (out.status == 0) {
+  if (out.status == MOE_ROUTE_OK) {
     v.kind = ViolationKind::kBadParamsAccepted;
     v.certificate = fmt::format(
         "routed parameters outside the domain ({}: {}), returning 0; route_abi.h asks for "
@@ -339,7 +337,7 @@ std::optional<Verdict> checkInvalidParams(const Case& c, const RouteOutput& out,
         familyText(*c.family), why);
     return v;
   }
-  if (out.status != MOE_ROUTE_EBADPARAMS_STATUS) {
+  if (out.status != MOE_ROUTE_EBADPARAMS) {
     // Refused, but not as the ABI says (EUNSUPPORTED before the parameter checks): a caller
     // cannot tell a bad call from a family the kernel lacks.
     v.kind = ViolationKind::kBadParamsWrongStatus;
@@ -347,7 +345,8 @@ std::optional<Verdict> checkInvalidParams(const Case& c, const RouteOutput& out,
     v.certificate = fmt::format(
         "returned {}{} for parameters outside the domain ({}: {}); route_abi.h asks for "
         "MOE_ROUTE_EBADPARAMS (6), the domain checked before MOE_ROUTE_EUNSUPPORTED",
-        out.status, out.status == 4 ? " (MOE_ROUTE_EUNSUPPORTED)" : "", familyText(*c.family), why);
+        out.status, out.status == MOE_ROUTE_EUNSUPPORTED ? " (MOE_ROUTE_EUNSUPPORTED)" : "",
+        familyText(*c.family), why);
     return v;
   }
   for (size_t s = 0; s < out.ids.size(); ++s) {
@@ -382,7 +381,7 @@ CaseResult judgeCase(const Router& router, const Case& c, const VerdictConfig& c
       r.output = std::move(out);
       return r;
     }
-    if (out.status == MOE_ROUTE_EBADPARAMS_STATUS) {
+    if (out.status == MOE_ROUTE_EBADPARAMS) {
       out.abstained = false;
       out.fault = RouteFault{ViolationKind::kBadStatus,
                              fmt::format("returned MOE_ROUTE_EBADPARAMS (6) for valid parameters "

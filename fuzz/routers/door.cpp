@@ -41,30 +41,38 @@ size_t alignUp(size_t v, size_t a) {
 
 // ---- The shared region: each buffer after canary bytes and ending at a guard page. ----------
 
-struct Layout {
-  std::array<size_t, kDoorMaxBuffers> start{}, guard{};
-  size_t end = 0;
-};
-
-Layout layoutFor(std::span<const uint64_t> bytes) {
-  const size_t page = pageSize();
-  Layout l;
-  size_t at = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    l.guard[i] = alignUp(at + kCanaryBytes + bytes[i], page);
-    l.start[i] = l.guard[i] - bytes[i];
-    at = l.guard[i] + page;
-  }
-  l.end = at;
-  return l;
-}
-
 struct Request {
   int32_t scalars = 0, buffers = 0;
   std::array<int64_t, kDoorMaxScalars> scalar{};
   std::array<uint64_t, kDoorMaxBuffers> bytes{};
   std::array<uint8_t, kDoorMaxBuffers> null{};
+  std::array<uint8_t, kDoorMaxBuffers> unguarded{};
 };
+
+// Byte offsets inside the region for one call, computed the same way on both sides. An
+// unguarded buffer starts on a page and has no guard (guard 0).
+struct Layout {
+  std::array<size_t, kDoorMaxBuffers> start{}, guard{};
+  size_t end = 0;
+};
+
+Layout layoutFor(const Request& q) {
+  const size_t page = pageSize();
+  Layout l;
+  size_t at = 0;
+  for (size_t i = 0; i < static_cast<size_t>(q.buffers); ++i) {
+    if (q.unguarded[i]) {
+      l.start[i] = alignUp(at, page);
+      at = l.start[i] + q.bytes[i];
+      continue;
+    }
+    l.guard[i] = alignUp(at + kCanaryBytes + q.bytes[i], page);
+    l.start[i] = l.guard[i] - q.bytes[i];
+    at = l.guard[i] + page;
+  }
+  l.end = alignUp(at, page);
+  return l;
+}
 
 enum class Stray : int32_t { kNone = 0, kPast, kBefore };
 
@@ -75,6 +83,8 @@ struct Reply {
   int32_t write = 1;  // the guard page was written (1) or read (0)
 };
 
+// The first message of a child: whether the library loaded, then the entry point it chose and
+// its contract, or the error.
 enum class HelloCode : int32_t { kError = 0, kContract = 1, kNoContract = 2 };
 
 bool writeAll(int fd, const void* data, size_t n) {
@@ -151,46 +161,95 @@ void installFaultHandler() {
   sigaction(SIGBUS, &sa, nullptr);
 }
 
-[[noreturn]] void serve(int requests, int replies, const std::string& path, const DoorSpec& spec,
+// The library loaded where the door runs it (the child, or this process) and its entry point.
+struct Loaded {
+  void* symbol = nullptr;
+  std::optional<std::string> contract;
+  std::string error;  // why it could not load: then nothing else is set
+};
+
+// dlopen, the spec's choice of entry point, dlsym, and the contract the library returns.
+Loaded load(const std::string& path, DoorSpec& spec) {
+  Loaded out;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    out.error = fmt::format("cannot load {}: {}", spec.noun, dlerror());
+    return out;
+  }
+  if (spec.choose) {
+    try {
+      spec.choose(handle, spec);
+    } catch (const std::exception& e) {
+      out.error = e.what();
+      return out;
+    }
+  }
+  out.symbol = dlsym(handle, spec.symbol.c_str());
+  if (!out.symbol) {
+    out.error = fmt::format("{} does not export {}", path, spec.symbol);
+    return out;
+  }
+  if (auto fn = reinterpret_cast<AbiContract>(dlsym(handle, spec.contractSymbol.c_str()))) {
+    const char* text = fn();
+    out.contract = text ? text : "";
+  }
+  return out;
+}
+
+// The guard pages in place in the child: their offsets (0: none).
+using Guards = std::array<size_t, kDoorMaxBuffers>;
+
+// Guard pages where the layout says: those of the previous call stay in place while they
+// are at the same pages (the parent's mapping of the region is its own, unprotected), so a
+// campaign at one shape, or at shapes that differ by less than a page, pays no mprotect
+// per call.
+void placeGuards(uint8_t* region, const Layout& l, size_t n, Guards& guarded) {
+  const size_t page = pageSize();
+  Guards wanted{};
+  std::copy_n(l.guard.begin(), n, wanted.begin());
+  if (wanted != guarded) {
+    for (size_t g : guarded) {
+      if (g != 0) mprotect(region + g, page, PROT_READ | PROT_WRITE);
+    }
+    for (size_t g : wanted) {
+      if (g != 0) mprotect(region + g, page, PROT_NONE);
+    }
+    guarded = wanted;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    gGuards[i] = l.guard[i] != 0 ? reinterpret_cast<uintptr_t>(region + l.guard[i]) : 0;
+  }
+}
+
+[[noreturn]] void serve(int requests, int replies, const std::string& path, DoorSpec spec,
                         uint8_t* region) {
   signal(SIGINT, SIG_IGN);  // Ctrl-C is for the parent, which ends the run cleanly
   signal(SIGTERM, SIG_DFL);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the judge
   gReplyFd = replies;
-  auto hello = [&](HelloCode code, const std::string& text) {
+  auto send = [&](const std::string& text) {
     const auto n = static_cast<uint32_t>(text.size());
-    writeAll(replies, &code, sizeof code);
     writeAll(replies, &n, sizeof n);
     writeAll(replies, text.data(), text.size());
   };
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    hello(HelloCode::kError, fmt::format("cannot load library: {}", dlerror()));
-    _exit(0);
-  }
-  void* symbol = dlsym(handle, spec.symbol.c_str());
-  if (!symbol) {
-    hello(HelloCode::kError, fmt::format("{} does not export {}", path, spec.symbol));
-    _exit(0);
-  }
-  if (auto contract = reinterpret_cast<AbiContract>(dlsym(handle, spec.contractSymbol.c_str()))) {
-    const char* text = contract();
-    hello(HelloCode::kContract, text ? text : "");
-  } else {
-    hello(HelloCode::kNoContract, "");
-  }
+  const Loaded loaded = load(path, spec);
+  const HelloCode code = !loaded.error.empty() ? HelloCode::kError
+                         : loaded.contract     ? HelloCode::kContract
+                                               : HelloCode::kNoContract;
+  writeAll(replies, &code, sizeof code);
+  send(!loaded.error.empty() ? loaded.error : loaded.contract.value_or(""));
+  if (code == HelloCode::kError) _exit(0);
+  send(spec.symbol);
+  void* symbol = loaded.symbol;
   installFaultHandler();
-  const size_t page = pageSize();
+  Guards guarded{};
   Request q;
   while (readAll(requests, &q, sizeof q)) {
     const auto n = static_cast<size_t>(q.buffers);
-    const Layout l = layoutFor(std::span<const uint64_t>(q.bytes.data(), n));
+    const Layout l = layoutFor(q);
     std::array<void*, kDoorMaxBuffers> at{};
-    for (size_t i = 0; i < n; ++i) {
-      mprotect(region + l.guard[i], page, PROT_NONE);
-      gGuards[i] = reinterpret_cast<uintptr_t>(region + l.guard[i]);
-      at[i] = q.null[i] ? nullptr : region + l.start[i];
-    }
+    for (size_t i = 0; i < n; ++i) at[i] = q.null[i] ? nullptr : region + l.start[i];
+    placeGuards(region, l, n, guarded);
     gGuardCount = static_cast<int>(n);
     Reply r;
     try {
@@ -202,7 +261,7 @@ void installFaultHandler() {
     }
     gGuardCount = 0;
     for (size_t i = 0; i < n; ++i) {
-      mprotect(region + l.guard[i], page, PROT_READ | PROT_WRITE);
+      if (q.unguarded[i]) continue;
       if (r.stray == Stray::kNone && !canaryIntact(region + l.start[i] - kCanaryBytes)) {
         r.stray = Stray::kBefore;
         r.buffer = static_cast<int32_t>(i);
@@ -253,8 +312,9 @@ class IsolatedDoor final : public Door {
     for (int32_t i = 0; i < q.buffers; ++i) {
       q.bytes[i] = buffers[i].null ? 0 : buffers[i].bytes;
       q.null[i] = buffers[i].null ? 1 : 0;
+      q.unguarded[i] = !buffers[i].guarded && !buffers[i].output ? 1 : 0;
     }
-    const Layout l = layoutFor(std::span<const uint64_t>(q.bytes.data(), q.buffers));
+    const Layout l = layoutFor(q);
     reserve(l.end);
     if (pid_ <= 0) {
       const std::string error = spawn();
@@ -265,7 +325,7 @@ class IsolatedDoor final : public Door {
       }
     }
     for (int32_t i = 0; i < q.buffers; ++i) {
-      std::memset(region_ + l.start[i] - kCanaryBytes, kCanary, kCanaryBytes);
+      if (!q.unguarded[i]) std::memset(region_ + l.start[i] - kCanaryBytes, kCanary, kCanaryBytes);
       if (q.bytes[i] > 0) std::memcpy(region_ + l.start[i], buffers[i].data, q.bytes[i]);
     }
     const auto begin = Clock::now();
@@ -298,7 +358,7 @@ class IsolatedDoor final : public Door {
             ViolationKind::kOutOfBoundsWrite,
             fmt::format("it {} past the end of {} ({} bytes): the guard page after it was hit",
                         r.write ? "wrote" : "read", b.name, b.bytes),
-            b.name};
+            b.name, r.write == 0};
       } else {
         out.fault = DoorFault{
             ViolationKind::kOutOfBoundsWrite,
@@ -312,7 +372,7 @@ class IsolatedDoor final : public Door {
       DoorBuffer& b = buffers[i];
       if (b.output) {
         std::memcpy(b.data, region_ + l.start[i], q.bytes[i]);
-      } else if (std::memcmp(b.data, region_ + l.start[i], q.bytes[i]) != 0) {
+      } else if (!q.unguarded[i] && std::memcmp(b.data, region_ + l.start[i], q.bytes[i]) != 0) {
         out.fault = DoorFault{ViolationKind::kOutOfBoundsWrite,
                               fmt::format("it wrote into its input {} (a const buffer)", b.name),
                               std::string("into-") + b.name};
@@ -363,25 +423,32 @@ class IsolatedDoor final : public Door {
     requests_ = req[1];
     replies_ = rep[0];
     HelloCode code = HelloCode::kError;
-    uint32_t n = 0;
-    if (waitReadable(kLoadSeconds) != Wait::kReady || !readAll(replies_, &code, sizeof code) ||
-        !readAll(replies_, &n, sizeof n)) {
+    if (waitReadable(kLoadSeconds) != Wait::kReady || !readAll(replies_, &code, sizeof code)) {
       return fmt::format("the library did not load in the child: {}", reap().first);
     }
-    std::string text(n, '\0');
-    if (n > 0 && !readAll(replies_, text.data(), n)) {
+    std::string text, symbol;
+    if (!receive(text) || (code != HelloCode::kError && !receive(symbol))) {
       return fmt::format("the library died while loading: {}", reap().first);
     }
     if (code == HelloCode::kError) {
       reap();
       return text;
     }
+    symbol_ = symbol;
     if (code == HelloCode::kContract) {
       contract_ = text;
     } else {
       contract_.reset();
     }
     return "";
+  }
+
+  // One string of the hello: its length, then its bytes.
+  bool receive(std::string& text) {
+    uint32_t n = 0;
+    if (!readAll(replies_, &n, sizeof n)) return false;
+    text.assign(n, '\0');
+    return n == 0 || readAll(replies_, text.data(), n);
   }
 
   Wait waitReadable(double seconds) const {
@@ -439,9 +506,11 @@ class IsolatedDoor final : public Door {
 
 class InProcessDoor final : public Door {
  public:
-  InProcessDoor(void* symbol, DoorInvoke invoke, std::optional<std::string> contract)
-      : symbol_(symbol), invoke_(invoke) {
+  InProcessDoor(void* entry, DoorInvoke invoke, std::optional<std::string> contract,
+                std::string symbol)
+      : entry_(entry), invoke_(invoke) {
     contract_ = std::move(contract);
+    symbol_ = std::move(symbol);
   }
   DoorCall call(std::span<const int64_t> scalars, std::span<DoorBuffer> buffers, double) override {
     std::array<int64_t, kDoorMaxScalars> s{};
@@ -452,13 +521,13 @@ class InProcessDoor final : public Door {
     }
     DoorCall out;
     const auto begin = Clock::now();
-    out.status = invoke_(symbol_, s.data(), at.data());
+    out.status = invoke_(entry_, s.data(), at.data());
     out.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
     return out;
   }
 
  private:
-  void* symbol_;
+  void* entry_;
   DoorInvoke invoke_;
 };
 
@@ -487,16 +556,11 @@ bool libraryExports(const std::string& path, const std::string& symbol) {
 std::unique_ptr<Door> openDoor(const std::string& path, const DoorSpec& spec,
                                const DoorOptions& options) {
   if (options.inProcess) {
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) throw DoorLoadError(fmt::format("cannot load library: {}", dlerror()));
-    void* symbol = dlsym(handle, spec.symbol.c_str());
-    if (!symbol) throw DoorLoadError(fmt::format("{} does not export {}", path, spec.symbol));
-    std::optional<std::string> contract;
-    if (auto fn = reinterpret_cast<AbiContract>(dlsym(handle, spec.contractSymbol.c_str()))) {
-      const char* text = fn();
-      contract = text ? text : "";
-    }
-    return std::make_unique<InProcessDoor>(symbol, spec.invoke, std::move(contract));
+    DoorSpec chosen = spec;
+    Loaded loaded = load(path, chosen);
+    if (!loaded.error.empty()) throw DoorLoadError(loaded.error);
+    return std::make_unique<InProcessDoor>(loaded.symbol, chosen.invoke, std::move(loaded.contract),
+                                           chosen.symbol);
   }
   // A child that dies mid-request must not take the judge with it through SIGPIPE.
   signal(SIGPIPE, SIG_IGN);

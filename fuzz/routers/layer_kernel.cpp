@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cstring>
 
-#include "moe/fuzz/isolated_router.hpp"
+#include "moe/fuzz/library_router.hpp"
 #include "moe/layer_abi.h"
 #include "params_v2.hpp"
 
@@ -78,17 +79,7 @@ int invokeLayer(void* symbol, const int64_t* s, void* const* b) {
   p.dtype = static_cast<int32_t>(s[6]);
   moe_route_params_v2 route{};
   if (s[7] != 0) {
-    route.struct_size = static_cast<uint32_t>(s[8]);
-    route.tokens = p.tokens;
-    route.experts = p.experts;
-    route.k = p.k;
-    route.score = static_cast<int32_t>(s[9]);
-    route.groups = static_cast<int32_t>(s[10]);
-    route.topk_groups = static_cast<int32_t>(s[11]);
-    route.group_score = static_cast<int32_t>(s[12]);
-    route.renormalize = static_cast<int32_t>(s[13]);
-    route.scale = std::bit_cast<float>(static_cast<uint32_t>(s[14]));
-    route.bias = static_cast<const float*>(b[7]);
+    route = paramsFromScalars(s + 8, static_cast<const float*>(b[7]));
     p.route = &route;
   }
   auto fn = reinterpret_cast<LayerEntry>(symbol);

@@ -1,6 +1,5 @@
 #include "moe/fuzz/router.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +10,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "moe/fuzz/isolated_router.hpp"
+#include "moe/fuzz/library_router.hpp"
 #include "moe/oracle/routing.hpp"
 #include "moe/oracle/softmax.hpp"
 #include "moe/routers.hpp"
@@ -64,7 +63,7 @@ RouteOutput Router::route(int32_t tokens, int32_t experts, int32_t k, std::span<
                            fmt::format("status-{}", status)};
     return out;
   }
-  if (status != 0) {
+  if (status != MOE_ROUTE_OK) {
     out.abstained = true;
     out.abstainReason = fmt::format("returned {}", status);
   }
@@ -99,62 +98,6 @@ class BuiltinAdapter final : public Router {
   bool available_;
 };
 
-using AbiRoute = int (*)(int32_t, int32_t, int32_t, const float*, int32_t*, float*);
-using AbiContract = const char* (*)();
-
-class SharedLibraryRouter final : public Router {
- public:
-  SharedLibraryRouter(std::string name, Contract contract, void* handle, AbiRoute route,
-                      AbiRouteV2 routeV2)
-      : Router(std::move(name), std::move(contract)),
-        handle_(handle),
-        route_(route),
-        routeV2_(routeV2) {}
-  ~SharedLibraryRouter() override { dlclose(handle_); }
-
- protected:
-  int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
-           float* gates, int32_t) const override {
-    return route_ ? route_(tokens, experts, k, logits, ids, gates) : MOE_ROUTE_EUNSUPPORTED;
-  }
-  int callV2(const Family& f, int32_t tokens, int32_t experts, int32_t k, const float* logits,
-             int32_t* ids, float* gates, int32_t, RouteFault&) const override {
-    const moe_route_params_v2 p =
-        paramsV2(f, tokens, experts, k, f.bias.empty() ? nullptr : f.bias.data());
-    return routeV2_(&p, logits, ids, gates);
-  }
-
- private:
-  void* handle_;
-  AbiRoute route_;
-  AbiRouteV2 routeV2_;
-};
-
-std::unique_ptr<Router> loadSharedLibrary(const std::string& path, const std::string& abi) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw RouterLoadError(fmt::format("cannot load router library: {}", dlerror()));
-  auto fail = [&](const std::string& why) {
-    dlclose(handle);
-    return RouterLoadError(fmt::format("router library {}: {}", path, why));
-  };
-  auto route = reinterpret_cast<AbiRoute>(dlsym(handle, "moe_route_v1"));
-  auto routeV2 = reinterpret_cast<AbiRouteV2>(dlsym(handle, "moe_route_v2"));
-  const bool v2 = chooseAbi(abi, route != nullptr, routeV2 != nullptr, path);
-  Contract contract;
-  if (v2) contract.abi = std::string(kAbiV2);
-  if (auto contractFn = reinterpret_cast<AbiContract>(
-          dlsym(handle, v2 ? "moe_route_v2_contract" : "moe_route_v1_contract"))) {
-    const char* text = contractFn();
-    try {
-      contract = parseContractFor(text ? text : "", v2);
-    } catch (const std::invalid_argument& e) {
-      throw fail(e.what());
-    }
-  }
-  return std::make_unique<SharedLibraryRouter>(libraryRouterName(path, contract), contract, handle,
-                                               route, v2 ? routeV2 : nullptr);
-}
-
 class Spec32Router final : public Router {
  public:
   Spec32Router() : Router("spec32", specContract()) {}
@@ -173,11 +116,14 @@ class Spec32Router final : public Router {
  protected:
   int call(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
            float* gates, int32_t) const override {
-    if (tokens < 0 || experts < 1 || k < 0) return 1;
+    if (tokens < 0 || experts < 1 || k < 0) return MOE_ROUTE_EBADSIZE;
     for (int32_t t = 0; t < tokens; ++t) {
       std::span<const float> row(logits + int64_t{t} * experts, static_cast<size_t>(experts));
-      // NaN logits are outside the spec's domain: abstain.
-      if (std::any_of(row.begin(), row.end(), [](float v) { return std::isnan(v); })) return 2;
+      // NaN logits are outside the spec's domain: abstain. (With ENULL, the status this
+      // router has always given there: its abstentions keep their reason, "returned 2".)
+      if (std::any_of(row.begin(), row.end(), [](float v) { return std::isnan(v); })) {
+        return MOE_ROUTE_ENULL;
+      }
       const std::vector<float> p = oracle::softmaxVecSpec(row);
       std::vector<float> g(p.size(), std::numeric_limits<float>::quiet_NaN());
       std::vector<size_t> order;
@@ -186,7 +132,7 @@ class Spec32Router final : public Router {
         // comparison is false, so Lean's beats is j < i and the ranking is index order.
         for (size_t i = 0; i < std::min(p.size(), static_cast<size_t>(k)); ++i) order.push_back(i);
       } else if (std::any_of(p.begin(), p.end(), [](float v) { return std::isnan(v); })) {
-        return 2;  // mixed NaN probabilities do not arise without NaN logits
+        return MOE_ROUTE_ENULL;  // mixed NaN probabilities need NaN logits
       } else {
         order = oracle::keptExperts(static_cast<size_t>(k), std::span<const float>(p));
         g = oracle::gatesFromProbs(static_cast<size_t>(k), std::span<const float>(p));
@@ -202,7 +148,7 @@ class Spec32Router final : public Router {
         }
       }
     }
-    return 0;
+    return MOE_ROUTE_OK;
   }
 };
 
@@ -214,50 +160,9 @@ std::vector<RouterOpener>& extraOpeners() {
 
 }  // namespace
 
-std::string libraryRouterName(const std::string& path, const Contract& contract) {
-  std::string name = contract.name;
-  if (name.empty()) name = std::filesystem::path(path).stem().string();
-  if (name.rfind("lib", 0) == 0) name = name.substr(3);
-  return name;
-}
-
 std::unique_ptr<Router> makeSpec32Router(bool v2) {
   if (v2) return makeSpec32FamilyRouter();
   return std::make_unique<Spec32Router>();
-}
-
-bool chooseAbi(const std::string& abi, bool hasV1, bool hasV2, const std::string& path) {
-  if (abi == kAbiV1) {
-    if (!hasV1) {
-      throw RouterLoadError(
-          fmt::format("router library {} does not export moe_route_v1 (extern \"C\")", path));
-    }
-    return false;
-  }
-  if (abi == kAbiV2 && !hasV2) {
-    throw RouterLoadError(
-        fmt::format("router library {} does not export moe_route_v2 (extern \"C\")", path));
-  }
-  if (!abi.empty() && abi != kAbiV2) {
-    throw RouterLoadError(fmt::format("unknown ABI \"{}\" (moe_route_v1 or moe_route_v2)", abi));
-  }
-  if (!hasV1 && !hasV2) {
-    throw RouterLoadError(fmt::format(
-        "router library {} exports neither moe_route_v1 nor moe_route_v2 (extern \"C\")", path));
-  }
-  return hasV2;
-}
-
-Contract parseContractFor(std::string_view text, bool v2) {
-  Contract c = parseContract(text);
-  // A v2 contract without "abi" is v2's; one that names v1 is for the other entry point.
-  const bool saysAbi = text.find("\"abi\"") != std::string_view::npos;
-  if (v2 && !saysAbi) c.abi = std::string(kAbiV2);
-  if (c.v2() != v2) {
-    throw std::invalid_argument(
-        fmt::format("moe_route_{}_contract says \"abi\": \"{}\"", v2 ? "v2" : "v1", c.abi));
-  }
-  return c;
 }
 
 bool isLibraryPath(std::string_view nameOrPath) {
@@ -285,8 +190,7 @@ std::unique_ptr<Router> openRouter(std::string_view nameOrPath, const RouterOpti
     if (!std::filesystem::exists(path)) {
       throw RouterLoadError(fmt::format("cannot load router library {}: no such file", path));
     }
-    return options.inProcess ? loadSharedLibrary(path, options.abi)
-                             : openIsolatedLibrary(path, options);
+    return openLibraryRouter(path, options);
   }
   if (!options.abi.empty() && options.abi != kAbiV1 && options.abi != kAbiV2) {
     throw RouterLoadError(

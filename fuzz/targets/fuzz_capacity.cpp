@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "moe/capacity_dispatch.hpp"
+#include "moe/fuzz/builtin_layer.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/oracle/capacity.hpp"
 #include "moe/oracle/softmax.hpp"
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t n = std::min<int64_t>(U, c.tokens - first);
     std::span<const int32_t> ids(out.ids.data() + first * c.k, static_cast<size_t>(n * c.k));
     // Capacity: Lean's switchCapacity E n = ceil(n / E) is the k = 1, factor 1 case.
-    const int64_t cImpl = moe::switchCapacity(c.experts, n, 1, 1.0);
+    const int64_t cImpl = builtinSwitchCapacity(c.experts, n, 1, 1.0);
     const size_t cLean = moe::oracle::switchCapacity(c.experts, static_cast<size_t>(n));
     if (cImpl != static_cast<int64_t>(cLean)) {
       propertyFailure("fuzz_capacity", "switch-capacity", c,
@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // Keep mask with a capacity from the variant byte (0..n), against Lean's capacityKeeps.
     const int64_t C = c.variant % (n + 1);
-    const auto keep = moe::capacityKeeps(C, ids, c.k, c.experts);
+    const auto keep = builtinCapacityKeeps(C, ids, c.k, c.experts);
     std::vector<size_t> group;
     std::vector<size_t> slotOf;
     for (size_t s = 0; s < ids.size(); ++s) {
@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (float v : p) q.emplace_back(static_cast<double>(v));
       tokens.emplace_back(static_cast<size_t>(out.ids[t * c.k]), std::move(q));
     }
-    const double impl = moe::switchBalance(ids, c.k, probs, c.experts);
+    const double impl = builtinSwitchBalance(ids, c.k, probs, c.experts);
     const mpq_class exact = moe::oracle::switchBalance(static_cast<size_t>(c.experts), tokens);
     const double e = exact.get_d();
     // impl sums n probabilities per expert and E products in binary64: relative error

@@ -11,18 +11,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "moe/fuzz/builtin_layer.hpp"
 #include "moe/fuzz/router.hpp"
-#include "moe/layer.hpp"
 #include "moe/oracle/certified/forward.hpp"
 #include "target_common.hpp"
 
 namespace {
 
-using moe::RowMatrix;
-
-bool sameBits(const RowMatrix& a, const RowMatrix& b, int64_t rowA, int64_t rowB) {
-  for (int64_t c = 0; c < a.cols(); ++c) {
-    if (moe::fuzz::bitsOf(a(rowA, c)) != moe::fuzz::bitsOf(b(rowB, c))) return false;
+// Row rowA of a and row rowB of b (row-major, `cols` wide) hold the same bits.
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b, int64_t cols, int64_t rowA,
+              int64_t rowB) {
+  for (int64_t c = 0; c < cols; ++c) {
+    if (moe::fuzz::bitsOf(a[rowA * cols + c]) != moe::fuzz::bitsOf(b[rowB * cols + c])) {
+      return false;
+    }
   }
   return true;
 }
@@ -38,39 +40,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t k = std::min<int64_t>(c.k, E + 1);
   static const char* kRouters[] = {"scalar-probs", "scalar-logits", "auto-probs", "auto-logits"};
   const char* routerName = kRouters[c.threads % 4];
-  const moe::Layer layer = moe::Layer::random({d, h, E, k}, c.split * 131 + c.variant, routerName);
-  RowMatrix x(T, d);
+  const BuiltinLayer layer(d, h, E, k, c.split * 131 + c.variant, routerName);
+  std::vector<float> x(static_cast<size_t>(T * d));  // T x d, row-major
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t i = 0; i < d; ++i) {
       float v = c.logits[static_cast<size_t>(t * d + i) % c.logits.size()];
-      x(t, i) = std::isfinite(v) && std::fabs(v) < 64.0f ? v : 1.0f;  // keep activations finite
+      // Keep activations finite.
+      x[static_cast<size_t>(t * d + i)] = std::isfinite(v) && std::fabs(v) < 64.0f ? v : 1.0f;
     }
   }
-  const RowMatrix dense = layer.forwardDense(x);
-  const RowMatrix sparse = layer.forwardSparse(x);
+  const std::vector<float> dense = layer.forwardDense(x, T);
+  const std::vector<float> sparse = layer.forwardSparse(x, T);
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t j = 0; j < d; ++j) {
-      if (std::isfinite(dense(t, j)) && bitsOf(dense(t, j)) != bitsOf(sparse(t, j))) {
-        propertyFailure("fuzz_layer", "dense-vs-sparse", c,
-                        fmt::format("token {} coordinate {}: dense {} sparse {}", t, j,
-                                    hex32(dense(t, j)), hex32(sparse(t, j))));
+      const float yd = dense[t * d + j], ys = sparse[t * d + j];
+      if (std::isfinite(yd) && bitsOf(yd) != bitsOf(ys)) {
+        propertyFailure(
+            "fuzz_layer", "dense-vs-sparse", c,
+            fmt::format("token {} coordinate {}: dense {} sparse {}", t, j, hex32(yd), hex32(ys)));
       }
     }
   }
   const int64_t split = std::clamp<int64_t>(c.split, 0, T);
   if (split > 0 && split < T) {
-    const RowMatrix head = layer.forwardDense(x.topRows(split));
-    const RowMatrix tail = layer.forwardDense(x.bottomRows(T - split));
+    const std::span<const float> all(x);
+    const std::vector<float> head = layer.forwardDense(all.first(split * d), split);
+    const std::vector<float> tail = layer.forwardDense(all.subspan(split * d), T - split);
     for (int64_t t = 0; t < T; ++t) {
-      if (!(t < split ? sameBits(dense, head, t, t) : sameBits(dense, tail, t, t - split))) {
+      if (!(t < split ? sameBits(dense, head, d, t, t) : sameBits(dense, tail, d, t, t - split))) {
         propertyFailure("fuzz_layer", "batch-split", c,
                         fmt::format("token {} changed when the batch was split at {}", t, split));
       }
     }
   }
   // The routing, judged by the verdict on the layer's own logits.
-  const RowMatrix logits = layer.routerLogits(x);
-  const moe::Routing routing = layer.route(x);
+  const std::vector<float> logits = layer.routerLogits(x, T);
+  const BuiltinLayer::Routing routing = layer.route(x, T);
   static const std::unique_ptr<Router> contracts[] = {
       openRouter(kRouters[0]), openRouter(kRouters[1]), openRouter(kRouters[2]),
       openRouter(kRouters[3])};
@@ -90,11 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<float> fullGates(static_cast<size_t>(E), 0.0f);
     for (int64_t s = 0; s < std::min(k, E); ++s) fullGates[ids[s]] = gates[s];
     std::vector<std::vector<float>> outs(static_cast<size_t>(E));
-    std::vector<float> hidden;
-    for (int64_t e = 0; e < E; ++e) {
-      outs[e].resize(static_cast<size_t>(d));
-      moe::applyExpert(layer.expert(e), x.data() + t * d, 1, outs[e].data(), hidden);
-    }
+    const std::span<const float> token(x.data() + t * d, static_cast<size_t>(d));
+    for (int64_t e = 0; e < E; ++e) outs[e] = layer.expertOutput(e, token);
     const auto exact = moe::oracle::certified::combineEnclosure(fullGates, outs);
     for (int64_t j = 0; j < d; ++j) {
       double mag = 0;
@@ -102,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!std::isfinite(mag)) continue;
       const double bound = (E + 2) * 0x1p-24 * mag + 0x1p-140;
       const double lo = exact[j].range.lowerDouble(), hi = exact[j].range.upperDouble();
-      const double y = dense(t, j);
+      const double y = dense[t * d + j];
       if (y < lo - bound || y > hi + bound) {
         propertyFailure("fuzz_layer", "combine", c,
                         fmt::format("token {} coordinate {}: dense {:.9g} but the exact "

@@ -21,7 +21,7 @@ fuzz::Family familyFromTuple(const py::handle& raw, int32_t experts) {
         fmt::format("family: expected a tuple of {} raw fields, got {}", kFields, t.size()));
   }
   fuzz::Family f;
-  f.score = t[0].cast<int32_t>();
+  f.score = static_cast<fuzz::ScoreFunction>(t[0].cast<int32_t>());
   if (!t[1].is_none()) {
     const auto bias = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(t[1]);
     // Any length: familyInvalidReason says when it is not one value per expert.
@@ -33,7 +33,7 @@ fuzz::Family familyFromTuple(const py::handle& raw, int32_t experts) {
   }
   f.groups = t[2].cast<int32_t>();
   f.topkGroups = t[3].cast<int32_t>();
-  f.groupScore = t[4].cast<int32_t>();
+  f.groupScore = static_cast<fuzz::GroupScoreFunction>(t[4].cast<int32_t>());
   f.renormalize = t[5].cast<int32_t>();
   f.scale = t[6].cast<float>();
   f.structShort = t[7].cast<int32_t>();
@@ -47,8 +47,8 @@ py::tuple familyToTuple(const fuzz::Family& f) {
     std::memcpy(b.mutable_data(), f.bias.data(), f.bias.size() * sizeof(float));
     bias = std::move(b);
   }
-  return py::make_tuple(f.score, bias, f.groups, f.topkGroups, f.groupScore, f.renormalize, f.scale,
-                        f.structShort);
+  return py::make_tuple(static_cast<int32_t>(f.score), bias, f.groups, f.topkGroups,
+                        static_cast<int32_t>(f.groupScore), f.renormalize, f.scale, f.structShort);
 }
 
 void bindFamily(py::module_& m) {

@@ -150,7 +150,7 @@ TEST(CaseV2, FamilyRoundTripsThroughJSON) {
   for (int i = 0; i < 200; ++i) {
     const Case c = drawFamilyCase(src, space, softmaxOnly);
     EXPECT_TRUE(c.family->bias.empty());
-    EXPECT_EQ(c.family->score == 1, false);
+    EXPECT_EQ(c.family->score == ScoreFunction::kSigmoid, false);
     if (familyInvalidReason(*c.family, c.experts).empty()) {
       EXPECT_EQ(c.family->groups, 1);
     }
@@ -167,7 +167,7 @@ TEST(ContractV2, RestrictedFieldsParseRoundTripAndBindTheDraw) {
   EXPECT_TRUE(c.families.biasRequired && c.families.bias && c.families.groups);
   EXPECT_EQ(c.families.groupValues.text(), "8");
   EXPECT_EQ(c.families.topkGroups.text(), "4");
-  EXPECT_EQ(c.families.groupScores, std::vector<int32_t>{1});
+  EXPECT_EQ(c.families.groupScores, std::vector<GroupScoreFunction>{GroupScoreFunction::kTop2Sum});
   EXPECT_EQ(c.families.renormalize, std::vector<int32_t>{1});
   EXPECT_EQ(c.families.scales, std::vector<float>{2.5f});
   const Contract again = parseContract(contractToJSON(c));
@@ -182,11 +182,11 @@ TEST(ContractV2, RestrictedFieldsParseRoundTripAndBindTheDraw) {
     if (!familyInvalidReason(f, x.experts).empty()) continue;
     ++valid;
     ASSERT_EQ(x.experts % 8, 0) << caseToJSON(x).dump();
-    EXPECT_EQ(f.score, 1);
+    EXPECT_EQ(f.score, ScoreFunction::kSigmoid);
     EXPECT_EQ(f.bias.size(), static_cast<size_t>(x.experts));
     EXPECT_EQ(f.groups, 8);
     EXPECT_EQ(f.topkGroups, 4);
-    EXPECT_EQ(f.groupScore, 1);
+    EXPECT_EQ(f.groupScore, GroupScoreFunction::kTop2Sum);
     EXPECT_EQ(f.renormalize, 1);
     EXPECT_EQ(f.scale, 2.5f);
   }

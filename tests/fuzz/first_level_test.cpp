@@ -81,16 +81,19 @@ TEST(FirstLevelScores, EncloseTheExactScores) {
     std::vector<float> x(E);
     for (float& v : x) v = unit(rng) * spread;
     if (row % 7 == 0) x[rng() % E] = -INFINITY;
-    for (int score = 0; score < 2; ++score) {
+    for (ScoreFunction score : {ScoreFunction::kSoftmax, ScoreFunction::kSigmoid}) {
       Family f;
       f.score = score;
       first::familyScores(x, f, s, serr);
       const auto exact = oracle::certified::scoresEnclosure(
-          score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax, x);
+          score == ScoreFunction::kSigmoid ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax,
+          x);
       for (size_t i = 0; i < E; ++i) {
         const double lo = exact[i].range.lowerDouble(), hi = exact[i].range.upperDouble();
-        ASSERT_LE(s[i] - serr[i], hi) << "row " << row << " score " << score << " expert " << i;
-        ASSERT_GE(s[i] + serr[i], lo) << "row " << row << " score " << score << " expert " << i;
+        ASSERT_LE(s[i] - serr[i], hi)
+            << "row " << row << " score " << static_cast<int>(score) << " expert " << i;
+        ASSERT_GE(s[i] + serr[i], lo)
+            << "row " << row << " score " << static_cast<int>(score) << " expert " << i;
         // Tight enough to decide: far below every binary32 budget.
         EXPECT_LE(serr[i], s[i] * 0x1p-36 + 0x1p-999);
       }

@@ -382,7 +382,7 @@ TEST(LayerVerdict, AFamilysRoutingIsJudgedAsV2s) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     LayerCase c = randomCase(seed, 3, 32, 16, 8, 2, Style::kUniform);
     Family f;
-    f.score = 1;
+    f.score = ScoreFunction::kSigmoid;
     f.bias = {0.1f, -0.2f, 0.0f, 0.3f, 0.05f, -0.1f, 0.2f, 0.0f};
     f.groups = 4;
     f.topkGroups = 2;

@@ -96,7 +96,7 @@ TEST(RouterCase, AV2RoutersInputIsAFamilyCaseWithinItsContract) {
     EXPECT_LE(c.tokens, 5);
     EXPECT_EQ(c.logits.size(), static_cast<size_t>(c.tokens) * c.experts);
     if (familyInvalidReason(*c.family, c.experts).empty()) {
-      EXPECT_EQ(c.family->score, 0);
+      EXPECT_EQ(c.family->score, ScoreFunction::kSoftmax);
       EXPECT_TRUE(c.family->bias.empty());
       EXPECT_EQ(c.family->groups, 1);
     }
@@ -105,7 +105,7 @@ TEST(RouterCase, AV2RoutersInputIsAFamilyCaseWithinItsContract) {
     EXPECT_LE(d.logits.size(), static_cast<size_t>(kMaxLogits));
     EXPECT_LE(d.split, d.tokens);
     EXPECT_EQ(d.logits.size(), static_cast<size_t>(d.tokens) * d.experts);
-    sigmoid += d.family->score == 1;
+    sigmoid += d.family->score == ScoreFunction::kSigmoid;
     biased += !d.family->bias.empty();
     grouped += d.family->groups > 1;
   }

@@ -38,7 +38,7 @@ int undecidedBandLog2(const Token& t) {
 Token softmaxToken() {
   Token t;  // softmax, k 1: the router keeps expert 0, expert 1's probability is higher
   t.x = {0.0f, 1e-3f, -1.0f};
-  t.f.score = 0;
+  t.f.score = ScoreFunction::kSoftmax;
   t.ids = {0};
   t.gates = {1.0f};
   return t;
@@ -47,7 +47,7 @@ Token softmaxToken() {
 Token sigmoidToken() {
   Token t;  // sigmoid, k 1: the router keeps expert 0, expert 1 scores higher
   t.x = {0.25f, 0.25f + 5e-5f, -2.0f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.ids = {0};
   t.gates = {1.0f};
   return t;
@@ -56,7 +56,7 @@ Token sigmoidToken() {
 Token biasedToken() {
   Token t;  // sigmoid plus a bias that overturns the score order
   t.x = {0.5f, 0.25f, -3.0f, 1.0f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.bias = {0.0f, 0.0625f, 0.0f, -1.0f};
   t.ids = {0};
   t.gates = {1.0f};

@@ -48,7 +48,7 @@ void expectAcceptedByTheCertifiedLevel(const Token& t) {
 TEST(FamilyCertifiedAcceptance, SoftmaxScoresAtTheBudget) {
   Token t;  // softmax, k 1: the router keeps expert 0, expert 1's probability is higher
   t.x = {0.0f, 1e-3f, -1.0f};
-  t.f.score = 0;
+  t.f.score = ScoreFunction::kSoftmax;
   t.ids = {0};
   t.gates = {1.0f};
   expectAcceptedByTheCertifiedLevel(t);
@@ -57,7 +57,7 @@ TEST(FamilyCertifiedAcceptance, SoftmaxScoresAtTheBudget) {
 TEST(FamilyCertifiedAcceptance, SigmoidScoresAtTheBudget) {
   Token t;  // sigmoid, k 1: the router keeps expert 0, expert 1 scores higher
   t.x = {0.25f, 0.25f + 5e-5f, -2.0f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.ids = {0};
   t.gates = {1.0f};
   expectAcceptedByTheCertifiedLevel(t);
@@ -69,7 +69,7 @@ TEST(FamilyCertifiedAcceptance, BiasedKeysAtTheBudget) {
   // unbiased score's, renormalised over itself: 1).
   Token t;
   t.x = {0.5f, 0.25f, -3.0f, 1.0f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.bias = {0.0f, 0.0625f, 0.0f, -1.0f};
   t.ids = {0};
   t.gates = {1.0f};

@@ -37,7 +37,7 @@ double sigmoid64(float x) {
 // decide between them and the kind is v1's beaten-kept.
 TEST(FamilySelection, BiasedKeyOnlyWhenTheBiasDecides) {
   Token t;
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.x = {0.0f, 0.0f};
   t.f.bias = {0.0f, 1.0f};  // expert 1's key is 1 above expert 0's, by its bias alone
   t.ids = {0};
@@ -55,7 +55,7 @@ TEST(FamilySelection, BiasedKeyOnlyWhenTheBiasDecides) {
 TEST(FamilySelection, KeyDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   Token t;  // sigmoid, one group: the router keeps expert 0, expert 1 scores higher
   t.x = {0.0f, 1e-4f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.ids = {0};
   t.gates = {1.0f};
   const double c = budgetEdge(t).violation;
@@ -72,11 +72,11 @@ TEST(FamilySelection, KeyDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
 TEST(FamilySelection, GroupDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
   Token t;  // sigmoid with a bias, 2 groups of 2 by top-2 sum, keep 1: group 1 is higher
   t.x = {0.5f, -0.25f, 0.5f, -0.25f + 3e-4f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.bias = {0.125f, 0.0f, 0.125f, 0.0f};
   t.f.groups = 2;
   t.f.topkGroups = 1;
-  t.f.groupScore = 1;
+  t.f.groupScore = GroupScoreFunction::kTop2Sum;
   t.k = 2;
   t.ids = {0, 1};  // group 0's experts, in key order
   const double s0 = sigmoid64(0.5f), s1 = sigmoid64(-0.25f);
@@ -95,7 +95,7 @@ TEST(FamilySelection, GroupDifferenceAtTheBudgetIsJudgedByTheCertifiedLevel) {
 TEST(FamilySelection, KeptExpertsSpanningTooManyGroupsAreCaughtByStructure) {
   Token t;  // sigmoid, 2 groups of 2 by max, keep 1 group and 2 experts: the best two keys
   t.x = {3.0f, -2.0f, 2.9f, -2.0f};  // lie in groups 0 and 1, a router that ignores groups
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.groups = 2;
   t.f.topkGroups = 1;
   t.k = 2;
@@ -119,10 +119,10 @@ TEST(FamilySelection, KeptExpertsSpanningTooManyGroupsAreCaughtByStructure) {
 TEST(FamilySelection, TopTwoGroupBudgetCountsBothKeys) {
   Token t;  // sigmoid, 2 groups of 2 by top-2 sum, keep 1: group 1 higher by about 1e-4
   t.x = {0.5f, -0.25f, 0.5f, -0.25f + 4e-4f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.groups = 2;
   t.f.topkGroups = 1;
-  t.f.groupScore = 1;
+  t.f.groupScore = GroupScoreFunction::kTop2Sum;
   t.k = 2;
   t.ids = {0, 1};
   std::vector<double> s;
@@ -140,7 +140,7 @@ TEST(FamilySelection, TopTwoGroupBudgetCountsBothKeys) {
 TEST(FamilyGates, RawGatesCarryTheScale) {
   Token t;  // sigmoid, one group, keep 2 of 4, raw gates, scale 2.5
   t.x = {1.0f, -1.0f, 2.0f, 0.5f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.renormalize = 0;
   t.f.scale = 2.5f;
   t.k = 2;
@@ -158,7 +158,7 @@ TEST(FamilyGates, RawGatesCarryTheScale) {
 TEST(FamilySelection, CountsOncePerToken) {
   Token t;  // 4 groups of 2 by max, keep 2 groups and 3 experts: a correct router
   t.x = {3.0f, 0.0f, -1.0f, -2.0f, 2.0f, 1.0f, -3.0f, -4.0f};
-  t.f.score = 1;
+  t.f.score = ScoreFunction::kSigmoid;
   t.f.groups = 4;
   t.f.topkGroups = 2;
   t.k = 3;

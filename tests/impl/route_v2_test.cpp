@@ -59,11 +59,11 @@ class RouteV2 : public RouterTest {
 fuzz::Case judgedCase(const FamilyCase& c, int32_t tokens, std::vector<float> x) {
   fuzz::Case out = routeCase(tokens, c.experts, c.k, std::move(x));
   fuzz::Family f;
-  f.score = c.sigmoid ? MOE_SCORE_SIGMOID : MOE_SCORE_SOFTMAX;
+  f.score = c.sigmoid ? fuzz::ScoreFunction::kSigmoid : fuzz::ScoreFunction::kSoftmax;
   f.bias = c.bias;
   f.groups = c.groups;
   f.topkGroups = c.topkGroups;
-  f.groupScore = c.top2Sum ? MOE_GROUP_TOP2_SUM : MOE_GROUP_MAX;
+  f.groupScore = c.top2Sum ? fuzz::GroupScoreFunction::kTop2Sum : fuzz::GroupScoreFunction::kMax;
   f.renormalize = c.renormalize ? 1 : 0;
   f.scale = c.scale;
   out.family = std::move(f);

@@ -41,7 +41,7 @@ class TamperedRouter final : public fuzz::Router {
            float* gates, int32_t threads) const override {
     const size_t n = static_cast<size_t>(tokens) * static_cast<size_t>(experts);
     fuzz::RouteOutput o = inner_->route(tokens, experts, k, {logits, n}, threads);
-    if (o.abstained || o.fault) return 4;  // MOE_ROUTE_EUNSUPPORTED
+    if (o.abstained || o.fault) return MOE_ROUTE_EUNSUPPORTED;
     tamper_(k, o.ids, o.gates);
     std::copy(o.ids.begin(), o.ids.end(), ids);
     std::copy(o.gates.begin(), o.gates.end(), gates);
@@ -118,7 +118,7 @@ TEST(RouteMatch, NonRealRowsAreNotHeldToAnExactDecision) {
 template <bool overAll>
 int topkSoftmax(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
                 float* gates) {
-  if (tokens < 0 || experts < 0 || k < 0) return 1;  // MOE_ROUTE_EBADSIZE
+  if (tokens < 0 || experts < 0 || k < 0) return MOE_ROUTE_EBADSIZE;
   const int32_t n = std::min(k, experts);
   std::vector<int32_t> order(static_cast<size_t>(experts));
   for (int32_t t = 0; t < tokens; ++t) {
@@ -169,7 +169,7 @@ class TamperedV2Router final : public fuzz::Router {
 
  protected:
   int call(int32_t, int32_t, int32_t, const float*, int32_t*, float*, int32_t) const override {
-    return 4;  // MOE_ROUTE_EUNSUPPORTED: the family's cases only
+    return MOE_ROUTE_EUNSUPPORTED;  // the family's cases only
   }
   int callV2(const fuzz::Family& family, int32_t tokens, int32_t experts, int32_t k,
              const float* logits, int32_t* ids, float* gates, int32_t threads,
@@ -195,7 +195,7 @@ std::unique_ptr<fuzz::Router> builtInV2(const char* name) {
 
 fuzz::Case sigmoidCase() {
   fuzz::Family f;
-  f.score = 1;  // MOE_SCORE_SIGMOID
+  f.score = fuzz::ScoreFunction::kSigmoid;
   f.groups = 4;
   f.topkGroups = 2;
   return familyCase(1, 8, 2, {0.0f, 1.0f, 2.5f, -1.0f, 0.5f, 3.0f, -2.0f, 1.5f}, f);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/route_status.hpp"
 #include "moe/oracle/dispatch.hpp"
 
 namespace moe::fuzz {
@@ -107,35 +108,35 @@ TEST(DispatchVerdict, StatusesOutsideTheDomain) {
   DispatchCase c = smallCase();
   c.block = 0;
   DispatchOutput refused = outputOf(c, {}, {}, kDispatchUnwritten);
-  refused.status = 6;
+  refused.status = MOE_ROUTE_EBADPARAMS;
   EXPECT_EQ(kindOf(c, refused), ViolationKind::kNone);
   DispatchOutput accepted = outputOf(c, {1, 6}, {}, 2);
   EXPECT_EQ(kindOf(c, accepted), ViolationKind::kBadParamsAccepted);
   DispatchOutput written = outputOf(c, {1}, {}, kDispatchUnwritten);
-  written.status = 6;
+  written.status = MOE_ROUTE_EBADPARAMS;
   EXPECT_EQ(kindOf(c, written), ViolationKind::kBadParamsWritten);
   DispatchOutput wrong = refused;
-  wrong.status = 4;
+  wrong.status = MOE_ROUTE_EUNSUPPORTED;
   EXPECT_EQ(kindOf(c, wrong), ViolationKind::kBadParamsWrongStatus);
   // max_rows one short of the 8 rows: EOVERFLOW.
   DispatchCase tight = smallCase();
   tight.maxRows = 7;
   ASSERT_EQ(dueStatuses(tight).size(), 1u);
-  EXPECT_EQ(dueStatuses(tight)[0].status, 3);
+  EXPECT_EQ(dueStatuses(tight)[0].status, MOE_ROUTE_EOVERFLOW);
   // An id out of range, and NULL rows: either status is right.
   DispatchCase two = smallCase();
   two.ids[2] = 3;
   two.nullRows = true;
   DispatchOutput null = outputOf(two, {}, {}, kDispatchUnwritten);
-  null.status = 2;
+  null.status = MOE_ROUTE_ENULL;
   EXPECT_EQ(kindOf(two, null), ViolationKind::kNone);
-  null.status = 6;
+  null.status = MOE_ROUTE_EBADPARAMS;
   EXPECT_EQ(kindOf(two, null), ViolationKind::kNone);
   // A status the ABI does not define; EUNSUPPORTED inside the domain abstains.
   DispatchOutput odd = outputOf(smallCase(), {}, {}, kDispatchUnwritten);
   odd.status = 77;
   EXPECT_EQ(kindOf(smallCase(), odd), ViolationKind::kBadStatus);
-  odd.status = 4;
+  odd.status = MOE_ROUTE_EUNSUPPORTED;
   EXPECT_TRUE(judgeDispatch(smallCase(), odd, WithinExpertOrder::kSlot).abstained);
 }
 

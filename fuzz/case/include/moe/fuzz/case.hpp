@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "moe/fuzz/family.hpp"
 #include "moe/fuzz/shapes.hpp"
 
 namespace moe::fuzz {
@@ -22,30 +23,6 @@ inline constexpr int32_t kMaxTokens = 64;
 // tokens * experts is capped so that one case stays cheap (a libFuzzer exec, a campaign
 // step); large E then comes with small T.
 inline constexpr int32_t kMaxLogits = 4096;
-
-// The routing family's parameters of a moe_route_v2 case (route_abi.h, moe_route_params_v2),
-// as the call passes them: raw values, so that a case can also hold parameters outside
-// their domain (the fuzzer draws some and requires MOE_ROUTE_EBADPARAMS, nothing written).
-struct Family {
-  int32_t score = 0;        // MOE_SCORE_SOFTMAX 0, MOE_SCORE_SIGMOID 1
-  std::vector<float> bias;  // `experts` values (the same for every token), or empty: NULL
-  int32_t groups = 1;       // 1 = no grouping
-  int32_t topkGroups = 1;
-  int32_t groupScore = 0;   // MOE_GROUP_MAX 0, MOE_GROUP_TOP2_SUM 1
-  int32_t renormalize = 1;  // 0 or 1
-  float scale = 1.0f;
-  int32_t structShort = 0;  // > 0: struct_size this many bytes short of the struct (invalid)
-  bool operator==(const Family&) const = default;
-};
-
-// Why the family's parameters are outside route_abi.h's domain for E experts (the spec's
-// paramsValid, plus the ABI's enums, a finite scale and the full struct_size), or "" when
-// they are valid.
-std::string familyInvalidReason(const Family& f, int32_t experts);
-// The experts a valid family makes eligible: E, or topk_groups * E / groups.
-int32_t familyEligible(const Family& f, int32_t experts);
-// "sigmoid, bias, G 8 top 4 by top2-sum, renorm, scale 2.5": for reports.
-std::string familyText(const Family& f);
 
 struct Case {
   int32_t tokens = 1;
@@ -182,10 +159,6 @@ bool caseInside(const Case& c, const ShapeSpace& space, const Families* families
 // Throws std::invalid_argument saying why when no case of `families` fits `space` (a recipe
 // whose shapes are outside it, group counts that divide none of its E).
 void checkFamiliesDrawable(const Families& families, const ShapeSpace& space);
-
-// The family's JSON inside a case's ("family": {...}); bias and scale as hex32 bits.
-nlohmann::json familyToJSON(const Family& f);
-Family familyFromJSON(const nlohmann::json& j, int32_t experts);
 
 nlohmann::json caseToJSON(const Case& c);
 // Throws std::invalid_argument on a malformed or out-of-limits case.

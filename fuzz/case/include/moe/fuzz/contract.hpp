@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "moe/fuzz/family.hpp"
 #include "moe/fuzz/shapes.hpp"
 
 namespace moe::fuzz {
@@ -50,10 +51,10 @@ struct Families {
   bool biasRequired = false;  // "bias": "required": every case has one
   IntSet groupValues;         // "groups": [values] (1 = no grouping); empty: not restricted
   IntSet topkGroups;          // "topk_groups": [values]; empty: any in 1..groups
-  std::vector<int32_t> groupScores;  // "group_score": MOE_GROUP_* allowed; empty: both
-  std::vector<int32_t> renormalize;  // "renormalize": 0 and/or 1; empty: both
-  std::vector<float> scales;         // "scale": the values; empty: the fuzzer's own
-  std::vector<std::string> recipes;  // "recipes": named recipes (recipes.hpp), alone
+  std::vector<GroupScoreFunction> groupScores;  // "group_score": allowed; empty: both
+  std::vector<int32_t> renormalize;             // "renormalize": 0 and/or 1; empty: both
+  std::vector<float> scales;                    // "scale": the values; empty: the fuzzer's own
+  std::vector<std::string> recipes;             // "recipes": named recipes (recipes.hpp), alone
   // Every score, groups and a bias: the whole family, nothing else narrowed.
   static Families everything() {
     Families f;

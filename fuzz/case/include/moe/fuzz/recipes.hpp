@@ -20,12 +20,8 @@ struct RecipeShape {
 struct Recipe {
   std::string_view name;    // "deepseek-v3": what contracts and --family say
   std::string_view models;  // "DeepSeek-V3 / R1": for docs and reports
-  int32_t score = 0;        // MOE_SCORE_SOFTMAX 0, MOE_SCORE_SIGMOID 1
-  bool bias = false;        // a per-expert selection bias (drawn: the model learns it)
-  int32_t groups = 1, topkGroups = 1;
-  int32_t groupScore = 0;   // MOE_GROUP_MAX 0, MOE_GROUP_TOP2_SUM 1
-  int32_t renormalize = 1;  // 0 or 1
-  float scale = 1.0f;
+  Family family;            // every field but the bias, which is drawn (the model learns it)
+  bool bias = false;        // a per-expert selection bias
   std::span<const RecipeShape> shapes;  // the (E, k) of the model's sizes
 };
 

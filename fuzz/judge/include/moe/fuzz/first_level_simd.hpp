@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "moe/fuzz/family.hpp"
+
 namespace moe::fuzz::first {
 
 // |expNeg(t) - exp(-t)| <= kExpRel exp(-t) + kExpAbs for every t (t = +inf gives 0, exactly;
@@ -55,11 +57,11 @@ void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<doub
 // A moe_route_v2 row's keys with the radii and budgets the first level compares them by
 // (first_level_family.cpp, docs/fuzz.md): c = s + b, the radius of c and an upper bound
 // beta of its binary32 key budget, from the scores s (error serr, softmax shift t) and the
-// bias (empty: none). score is the family's (0 softmax, 1 sigmoid); cUlp the exp's ulps.
+// bias (empty: none). score is the family's; cUlp the exp's ulps.
 struct KeyRow {
   std::span<const double> t, s, serr;
   std::span<const float> bias;
-  int32_t score;
+  ScoreFunction score;
   double cUlp;
 };
 void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,

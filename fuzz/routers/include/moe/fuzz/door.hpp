@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -25,17 +26,21 @@ namespace moe::fuzz {
 struct DoorFault {
   ViolationKind kind = ViolationKind::kNone;
   std::string detail, tag;
+  bool read = false;  // a guard page was read, not written (where the CPU tells)
 };
 
 // One buffer of a call. An input is copied in; an output is copied in (the sentinels the
 // caller filled it with) and back. `null`: the entry point gets NULL here (the statuses'
-// domain), and nothing is copied.
+// domain), and nothing is copied. An unguarded input starts on a page, with no canary before
+// it, no guard page after it and no check that the call left it alone (moe_route_v1's
+// logits, placed as a caller's own allocation would be).
 struct DoorBuffer {
   const char* name = "";  // as the ABI names the argument: "ids", "sorted_slots", ...
   void* data = nullptr;
   std::size_t bytes = 0;
   bool output = false;
   bool null = false;
+  bool guarded = true;
 };
 
 inline constexpr std::size_t kDoorMaxScalars = 16;
@@ -49,6 +54,12 @@ struct DoorSpec {
   std::string symbol;          // "moe_dispatch_v1"
   std::string contractSymbol;  // "moe_dispatch_v1_contract" (optional in the library)
   DoorInvoke invoke = nullptr;
+  std::string noun = "library";  // in load errors: "cannot load router library: ..."
+  // Optional, for a library that may export several versions of one entry point: called
+  // where the library is loaded (the child, or this process), with its dlopen handle, it
+  // sets symbol, contractSymbol and invoke, or throws an exception whose what() is the
+  // load error. Door::symbol() tells the caller which it chose.
+  std::function<void(void* handle, DoorSpec& spec)> choose;
 };
 
 struct DoorOptions {
@@ -75,6 +86,8 @@ class Door {
   virtual ~Door() = default;
   // The contract text the library returned, or nullopt when it exports no contract.
   const std::optional<std::string>& contractText() const { return contract_; }
+  // The entry point called: DoorSpec::symbol, or what DoorSpec::choose picked.
+  const std::string& symbol() const { return symbol_; }
   // One call; `timeout` seconds is the watchdog (the caller's estimate of a hang), unless
   // DoorOptions::callTimeout is set.
   virtual DoorCall call(std::span<const int64_t> scalars, std::span<DoorBuffer> buffers,
@@ -82,6 +95,7 @@ class Door {
 
  protected:
   std::optional<std::string> contract_;
+  std::string symbol_;
 };
 
 // True when the library at `path` exports `symbol` (dlopen in this process, RTLD_LAZY; the

@@ -1,8 +1,8 @@
-// Every implementation behind ONE interface (as cryptofuzz's modules are): built-in
-// routers by name (moe::findRouter), a user's shared library (dlopen of moe_route_v1 and,
-// optionally, moe_route_v1_contract), the binary32 spec itself, and routers that a test
-// build registers (the broken routers of tests/fuzz/broken/). A router that cannot run a
-// case abstains instead of failing.
+// Every implementation behind ONE interface, so that the campaign, the verdict and the
+// shrinker never ask which kind of router they hold: built-in routers by name (moe::findRouter), a
+// user's shared library (dlopen of moe_route_v1 and, optionally, moe_route_v1_contract), the
+// binary32 spec itself, and routers that a test build registers (the broken routers of
+// tests/fuzz/broken/). A router that cannot run a case abstains instead of failing.
 #pragma once
 
 #include <csignal>
@@ -17,6 +17,7 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/route_status.hpp"
 #include "moe/fuzz/violation_kind.hpp"
 
 namespace moe::fuzz {
@@ -33,7 +34,7 @@ struct RouteFault {
 // What one call produced: ids and gates (tokens * k each), an abstention, or a fault (then
 // ids and gates hold the sentinels they were filled with).
 struct RouteOutput {
-  int status = 0;  // what the call returned (0 = success, MOE_ROUTE_E* otherwise)
+  int status = MOE_ROUTE_OK;  // what the call returned (MOE_ROUTE_E* on failure)
   bool abstained = false;
   std::string abstainReason;  // "returned 3", "ISA unavailable", ...
   std::optional<RouteFault> fault;
@@ -49,7 +50,7 @@ class Router {
   const Contract& contract() const { return contract_; }
   // Runs the router; `threads` reaches routers that take it (0 = all cores).
   // With `family`, the call is moe_route_v2's (the contract's abi must be moe_route_v2; a
-  // v1 router abstains); without, moe_route_v1's. MOE_ROUTE_EBADPARAMS (6) is a status of
+  // v1 router abstains); without, moe_route_v1's. MOE_ROUTE_EBADPARAMS is a status of
   // v2 only: the output then records it and abstains, and the verdict decides (docs/fuzz.md).
   RouteOutput route(int32_t tokens, int32_t experts, int32_t k, std::span<const float> logits,
                     int32_t threads, const Family* family = nullptr) const;
@@ -72,13 +73,13 @@ class Router {
     return call(tokens, experts, k, logits, ids, gates, threads);
   }
   // moe_route_v2 with the case's family (raw parameters: they may be invalid, and must then
-  // reach the kernel as they are). By default the router has no v2: EUNSUPPORTED.
+  // reach the kernel as they are). By default the router has no v2.
   virtual int callV2(const Family& family, int32_t tokens, int32_t experts, int32_t k,
                      const float* logits, int32_t* ids, float* gates, int32_t threads,
                      RouteFault& fault) const {
     (void)family, (void)tokens, (void)experts, (void)k, (void)logits, (void)ids, (void)gates,
         (void)threads, (void)fault;
-    return 4;
+    return MOE_ROUTE_EUNSUPPORTED;
   }
   virtual bool available() const { return true; }
 
