@@ -128,11 +128,11 @@ void kernel(benchmark::State& state, const Row& row) {
         params.tokens = c.tokens;
         params.experts = c.experts;
         params.k = c.k;
-        params.score = f.score;
+        params.score = static_cast<int32_t>(f.score);
         params.bias = f.bias.empty() ? nullptr : f.bias.data();
         params.groups = f.groups;
         params.topk_groups = f.topkGroups;
-        params.group_score = f.groupScore;
+        params.group_score = static_cast<int32_t>(f.groupScore);
         params.renormalize = f.renormalize;
         params.scale = f.scale;
         status = r->route_v2(&params, c.logits.data(), ids.data(), gates.data(), 1);

@@ -206,7 +206,8 @@ void breakLayerCall(ByteSource& src, LayerCase& c, bool families) {
       Family f = c.family ? *c.family : Family{};
       switch (src.u8() % 5) {
         case 0:
-          f.score = (src.u8() & 1) ? 2 : -1;
+          f.score =
+              static_cast<ScoreFunction>((src.u8() & 1) ? 2 : -1);  // outside the enum: invalid
           break;
         case 1:
           f.renormalize = (src.u8() & 1) ? 2 : -1;

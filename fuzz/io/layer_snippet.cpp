@@ -164,9 +164,10 @@ void cCall(fmt::memory_buffer& out, const LayerFinding& f) {
                    "  route.score = {};\n  route.bias = {};\n  route.groups = {};\n"
                    "  route.topk_groups = {};\n  route.group_score = {};\n"
                    "  route.renormalize = {};\n  route.scale = bits(0x{:08x}u);\n",
-                   fam.structShort, c.tokens, c.experts, c.k, fam.score,
-                   fam.bias.empty() ? "NULL" : "bias.f", fam.groups, fam.topkGroups, fam.groupScore,
-                   fam.renormalize, std::bit_cast<uint32_t>(fam.scale));
+                   fam.structShort, c.tokens, c.experts, c.k, static_cast<int32_t>(fam.score),
+                   fam.bias.empty() ? "NULL" : "bias.f", fam.groups, fam.topkGroups,
+                   static_cast<int32_t>(fam.groupScore), fam.renormalize,
+                   std::bit_cast<uint32_t>(fam.scale));
   }
   fmt::format_to(to,
                  "  memset(&p, 0, sizeof p);\n  p.struct_size = (uint32_t)sizeof p - {};\n"
@@ -394,14 +395,14 @@ void pythonSnippet(fmt::memory_buffer& out, const LayerFinding& f) {
                  pyFloats(c.logits), pyFloats(c.w13), pyFloats(c.w2));
   if (c.family) {
     const Family& fam = *c.family;
-    fmt::format_to(to,
-                   "family = {{\"score\": \"{}\", \"bias\": {}, \"groups\": {}, \"topk_groups\": "
-                   "{},\n          \"group_score\": \"{}\", \"renormalize\": {}, \"scale\": {}}}\n",
-                   fam.score == ScoreFunction::kSigmoid ? "sigmoid" : "softmax",
-                   fam.bias.empty() ? "None" : fmt::format("f32([{}], E)", pyFloats(fam.bias)),
-                   fam.groups, fam.topkGroups, fam.groupScore == GroupScoreFunction::kTop2Sum ? "top2_sum" : "max",
-                   fam.renormalize == 1 ? "True" : "False",
-                   pyDouble(static_cast<double>(fam.scale)));
+    fmt::format_to(
+        to,
+        "family = {{\"score\": \"{}\", \"bias\": {}, \"groups\": {}, \"topk_groups\": "
+        "{},\n          \"group_score\": \"{}\", \"renormalize\": {}, \"scale\": {}}}\n",
+        fam.score == ScoreFunction::kSigmoid ? "sigmoid" : "softmax",
+        fam.bias.empty() ? "None" : fmt::format("f32([{}], E)", pyFloats(fam.bias)), fam.groups,
+        fam.topkGroups, fam.groupScore == GroupScoreFunction::kTop2Sum ? "top2_sum" : "max",
+        fam.renormalize == 1 ? "True" : "False", pyDouble(static_cast<double>(fam.scale)));
   } else {
     fmt::format_to(to, "family = None  # softmax top-k renormalised\n");
   }

@@ -53,18 +53,19 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
   const LayerCallParams p = layerCallParams(c);
   if (p.structShort > 0) {
     due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("struct_size is {} bytes short of "
-                                           "sizeof(moe_layer_params_v1)",
-                                           p.structShort)});
+                                                     "sizeof(moe_layer_params_v1)",
+                                                     p.structShort)});
   }
   if (p.tokens < 0 || p.hidden < 0 || p.intermediate < 0 || p.experts < 0 || p.k < 0) {
-    due.push_back({MOE_ROUTE_EBADSIZE, fmt::format("a negative size (tokens {}, hidden {}, intermediate {}, "
+    due.push_back(
+        {MOE_ROUTE_EBADSIZE, fmt::format("a negative size (tokens {}, hidden {}, intermediate {}, "
                                          "experts {}, k {})",
                                          p.tokens, p.hidden, p.intermediate, p.experts, p.k)});
     return due;  // the other checks read the sizes
   }
   if (p.activation != 0) {
-    due.push_back(
-        {MOE_ROUTE_EBADPARAMS, fmt::format("activation = {}, not MOE_ACT_SWIGLU (0)", p.activation)});
+    due.push_back({MOE_ROUTE_EBADPARAMS,
+                   fmt::format("activation = {}, not MOE_ACT_SWIGLU (0)", p.activation)});
   }
   if (p.dtype != 0 && p.dtype != 1) {
     due.push_back(
@@ -74,7 +75,8 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
   const double T = p.tokens, H = p.hidden, I = p.intermediate, E = p.experts;
   const auto nullHolding = [&](bool isNull, double values, const char* name) {
     if (isNull && values > 0) {
-      due.push_back({MOE_ROUTE_ENULL, fmt::format("{} is NULL and holds {:.0f} values", name, values)});
+      due.push_back(
+          {MOE_ROUTE_ENULL, fmt::format("{} is NULL and holds {:.0f} values", name, values)});
     }
   };
   nullHolding(p.nullX, T * H, "x");
@@ -84,7 +86,8 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
   nullHolding(p.nullY, T * H, "y");
   const double weightBytes = E * 3 * I * H * 4, batchBytes = T * (H + E) * 4;
   if (weightBytes > kMaxBytes || batchBytes > kMaxBytes) {
-    due.push_back({MOE_ROUTE_EOVERFLOW, fmt::format("the byte counts ({:.4g} of weights, {:.4g} of x and "
+    due.push_back(
+        {MOE_ROUTE_EOVERFLOW, fmt::format("the byte counts ({:.4g} of weights, {:.4g} of x and "
                                           "logits) pass 2^48",
                                           weightBytes, batchBytes)});
   }
@@ -92,7 +95,7 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
     const std::string why = familyInvalidReason(*c.family, c.experts);
     if (!why.empty()) {
       due.push_back({MOE_ROUTE_EBADPARAMS, fmt::format("route outside the family's domain ({}: {})",
-                                             familyText(*c.family), why)});
+                                                       familyText(*c.family), why)});
     }
   }
   return due;
@@ -101,7 +104,8 @@ std::vector<DueStatus> layerDueStatuses(const LayerCase& c) {
 std::optional<LayerVerdict> judgeLayerStatus(const LayerCase& c, const LayerOutput& out) {
   const std::vector<DueStatus> due = layerDueStatuses(c);
   if (due.empty()) {
-    if (out.status == MOE_ROUTE_OK || out.status == MOE_ROUTE_EUNSUPPORTED || out.status == MOE_ROUTE_EINTERNAL) {
+    if (out.status == MOE_ROUTE_OK || out.status == MOE_ROUTE_EUNSUPPORTED ||
+        out.status == MOE_ROUTE_EINTERNAL) {
       return std::nullopt;
     }
     return statusViolation(ViolationKind::kBadStatus,

@@ -28,6 +28,8 @@ namespace {
 using moe::cuda::detail::FamilyKernelParams;
 using moe::fuzz::Case;
 using moe::fuzz::Family;
+using moe::fuzz::GroupScoreFunction;
+using moe::fuzz::ScoreFunction;
 
 template <int V>
 void launchEmulated(const FamilyKernelParams& p, const float* logits, std::int32_t* ids,
@@ -121,11 +123,11 @@ TEST(CudaFamilyKernelEmulated, DeepSeekV3ClearOfTiesIsTheSpecsDecisionExactly) {
     logits.insert(logits.end(), row.begin(), row.end());
   }
   Family f;
-  f.score = MOE_SCORE_SIGMOID;
+  f.score = ScoreFunction::kSigmoid;
   for (int32_t e = 0; e < kExperts; ++e) f.bias.push_back(0.001f * static_cast<float>(e % 7));
   f.groups = 8;
   f.topkGroups = 4;
-  f.groupScore = MOE_GROUP_TOP2_SUM;
+  f.groupScore = GroupScoreFunction::kTop2Sum;
   f.renormalize = 1;
   f.scale = 2.5f;
   EXPECT_ROUTE_MATCH_EXACTLY(router, familyCase(2, kExperts, 8, logits, f));
@@ -138,10 +140,10 @@ TEST(CudaFamilyKernelEmulated, ExactGroupAndExpertTiesGoToTheLowerIndex) {
   // E = 8 in 4 groups of 2; groups 1 and 3 tie on max key, group 1 is kept.
   const std::vector<float> logits = {0.0f, 1.0f, 2.0f, 2.0f, 0.5f, 1.5f, 2.0f, -1.0f};
   Family f;
-  f.score = MOE_SCORE_SIGMOID;
+  f.score = ScoreFunction::kSigmoid;
   f.groups = 4;
   f.topkGroups = 1;
-  f.groupScore = MOE_GROUP_MAX;
+  f.groupScore = GroupScoreFunction::kMax;
   f.renormalize = 1;
   EXPECT_ROUTE_MATCH_EXACTLY(router, familyCase(1, 8, 2, logits, f));
 }
@@ -154,7 +156,7 @@ TEST(CudaFamilyKernelEmulated, ATieWithinOneLaneGoesToTheLowerIndex) {
   logits[3] = 1.0f;
   logits[35] = 1.0f;
   Family f;
-  f.score = MOE_SCORE_SIGMOID;
+  f.score = ScoreFunction::kSigmoid;
   EXPECT_ROUTE_MATCH_EXACTLY(router, familyCase(1, 64, 1, logits, f));
 }
 
@@ -163,7 +165,7 @@ TEST(CudaFamilyKernelEmulated, BiasSelectsButNeverEntersTheGates) {
   const EmulatedCudaFamilyRouter router;
   const std::vector<float> logits = {3.0f, 2.0f, 1.0f, 0.0f, -1.0f, -2.0f, -3.0f, -4.0f};
   Family f;
-  f.score = MOE_SCORE_SIGMOID;
+  f.score = ScoreFunction::kSigmoid;
   f.bias = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.0f};
   f.renormalize = 0;
   f.scale = 1.5f;
