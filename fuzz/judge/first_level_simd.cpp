@@ -503,9 +503,9 @@ HWY_INLINE void PrepareBlock(const TokenBlock& in, const GateBatch& b, int32_t b
   constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
   const size_t L = hn::Lanes(d);
   const int32_t E = kE > 0 ? kE : b.experts, n = b.n;
-  HWY_ALIGN float row[kE > 0 ? 1 : kBatchExperts * kMaxLanes];
-  HWY_ALIGN float kept[kBatchExperts * kMaxLanes];
-  HWY_ALIGN int32_t id[kBatchExperts * kMaxLanes];
+  HWY_ALIGN float row[kE > 0 ? 1 : kVectorExperts * kMaxLanes];
+  HWY_ALIGN float kept[kVectorExperts * kMaxLanes];
+  HWY_ALIGN int32_t id[kVectorExperts * kMaxLanes];
   VF col[kE > 0 ? kE : 1];
   const auto oneI = hn::Set(di, 1);
   const auto lane = hn::Iota(di, 0);
