@@ -145,7 +145,7 @@ int32_t CountBeatingImpl(const float* x, size_t E, int32_t w) {
 // of degree 13 at r by Horner, times 2^k built in the exponent field. -t is clamped to [-700, 700]
 // first; the lanes outside are set to 0 or +inf after.
 template <class D, class V>
-V ExpNegVec(D d, V t) {
+HWY_INLINE V ExpNegVec(D d, V t) {
   const hn::RebindToUnsigned<D> du;
   const auto a = hn::Neg(t);
   const auto lo = hn::Set(d, -700.0), hi = hn::Set(d, 700.0);
@@ -172,6 +172,7 @@ V ExpNegVec(D d, V t) {
                            1.0,
                            1.0};
   auto p = hn::Set(d, kC[0]);
+#pragma GCC unroll 16
   for (size_t i = 1; i < sizeof(kC) / sizeof(kC[0]); ++i) p = hn::MulAdd(p, r, hn::Set(d, kC[i]));
   // 2^k: k + 2^52 + 2^51 holds k in its low bits; k + 1023 shifted into the exponent.
   const auto magic = hn::Set(d, 0x1.8p52);
@@ -321,6 +322,23 @@ V Ulp32Vec(D d, V x) {
   return hn::IfThenElse(hn::Ge(x, hn::Set(d, 0x1p-126)), spacing, hn::Set(d, 0x1p-149));
 }
 
+// A mask's lanes as bytes, branch-free: ok[i] = 0 where lane i is false, else left as it is
+// (ClearUnmarked, for the L lanes); ok[i] = lane i (WriteMarks, for the first `count`).
+template <class D, class M>
+HWY_INLINE void ClearUnmarked(D d, M mask, uint8_t* ok) {
+  uint8_t bits[8] = {};
+  hn::StoreMaskBits(d, mask, bits);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) {
+    ok[i] = static_cast<uint8_t>(ok[i] & -((bits[i / 8] >> (i % 8)) & 1));
+  }
+}
+template <class D, class M>
+HWY_INLINE void WriteMarks(D d, M mask, size_t count, uint8_t* ok) {
+  uint8_t bits[8] = {};
+  hn::StoreMaskBits(d, mask, bits);
+  for (size_t i = 0; i < count; ++i) ok[i] = static_cast<uint8_t>((bits[i / 8] >> (i % 8)) & 1);
+}
+
 // first_level_token.cpp's gatesWithin with one token per lane: the same operations in the
 // same order (no contraction: -ffp-contract=off), so each lane decides as decideToken does.
 void GatesWithinBatchImpl(const GateBatch& b) {
@@ -332,13 +350,17 @@ void GatesWithinBatchImpl(const GateBatch& b) {
   const auto expRel = hn::Set(d, kExpRel), expAbs = hn::Set(d, kExpAbs);
   const auto tRound = hn::Set(d, 0x1p-52), safety = hn::Set(d, kSafety);
   const auto floorConst = hn::Set(d, (b.experts + 1.0) * (b.n + 1.0) * (c + 2) * kTiny32);
+  // Every exp of the block first, independent of each other, so that their polynomials'
+  // chains overlap.
+  for (size_t at = 0; at < n * kBatchTokens; at += L) {
+    hn::StoreU(ExpNegVec(d, hn::LoadU(d, b.t + at)), d, b.p + at);
+  }
   for (size_t lane = 0; lane < static_cast<size_t>(kBatchTokens); lane += L) {
     auto sum = zero, sumErr = zero;
     for (size_t s = 0; s < n; ++s) {
       const size_t at = s * kBatchTokens + lane;
       const auto t = hn::LoadU(d, b.t + at);
-      const auto P = ExpNegVec(d, t);
-      hn::StoreU(P, d, b.p + at);
+      const auto P = hn::LoadU(d, b.p + at);
       sum = hn::Add(sum, P);
       const auto own = hn::Mul(P, hn::Add(expRel, hn::Mul(t, tRound)));
       sumErr = hn::Add(hn::Add(sumErr, hn::IfThenElseZero(hn::Gt(P, zero), own)), expAbs);
@@ -378,109 +400,222 @@ void GatesWithinBatchImpl(const GateBatch& b) {
       }
       within = hn::And(within, hn::Le(devHi, hn::Mul(budget, safety)));
     }
-    HWY_ALIGN double flags[HWY_MAX_BYTES / sizeof(double)];
-    hn::Store(hn::IfThenElseZero(within, hn::Set(d, 1.0)), d, flags);
-    for (size_t i = 0; i < L; ++i) {
-      if (flags[i] == 0) b.ok[lane + i] = 0;
-    }
+    ClearUnmarked(d, within, b.ok + lane);
   }
 }
 
-// prepareBatch (first_level_simd.hpp): the per-token checks of decideToken's moe_route_v1
-// path with the tokens across the lanes (gathers from the token-major rows).
-void PrepareBatchImpl(const TokenBlock& in, const GateBatch& b) {
+// The vector fast paths below use 128-bit blocks of 256-bit vectors (x86 AVX-512 targets,
+// where a lane of doubles per token makes a vector of 8 floats).
+#undef MOE_FIRST_LEVEL_BLOCKS
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define MOE_FIRST_LEVEL_BLOCKS 1
+#else
+#define MOE_FIRST_LEVEL_BLOCKS 0
+#endif
+
+#if MOE_FIRST_LEVEL_BLOCKS
+// Four rows' 128-bit blocks transposed: block b of out k holds logit 4 b + k of the four.
+template <class DF, class V>
+HWY_INLINE void Transpose4(DF df, V r0, V r1, V r2, V r3, V& o0, V& o1, V& o2, V& o3) {
+  const hn::Repartition<uint64_t, DF> d64;
+  const auto t0 = hn::BitCast(d64, hn::InterleaveLower(df, r0, r1));
+  const auto t1 = hn::BitCast(d64, hn::InterleaveUpper(df, r0, r1));
+  const auto t2 = hn::BitCast(d64, hn::InterleaveLower(df, r2, r3));
+  const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(df, r2, r3));
+  o0 = hn::BitCast(df, hn::InterleaveLower(d64, t0, t2));
+  o1 = hn::BitCast(df, hn::InterleaveUpper(d64, t0, t2));
+  o2 = hn::BitCast(df, hn::InterleaveLower(d64, t1, t3));
+  o3 = hn::BitCast(df, hn::InterleaveUpper(d64, t1, t3));
+}
+
+// An 8 x 8 tile of logits (8 tokens' rows at x, `stride` apart) transposed in registers:
+// col[j] holds logit j of the 8 tokens. Pairs interleaved as floats, then as 64-bit pairs
+// (within each 128-bit block), then the blocks' halves joined.
+template <class DF>
+HWY_INLINE void Transpose8x8(DF df, const float* x, size_t stride, hn::Vec<DF> (&col)[8]) {
+  hn::Vec<DF> a0, a1, a2, a3, b0, b1, b2, b3;
+  Transpose4(df, hn::LoadU(df, x), hn::LoadU(df, x + stride), hn::LoadU(df, x + 2 * stride),
+             hn::LoadU(df, x + 3 * stride), a0, a1, a2, a3);
+  Transpose4(df, hn::LoadU(df, x + 4 * stride), hn::LoadU(df, x + 5 * stride),
+             hn::LoadU(df, x + 6 * stride), hn::LoadU(df, x + 7 * stride), b0, b1, b2, b3);
+  col[0] = hn::ConcatLowerLower(df, b0, a0);
+  col[1] = hn::ConcatLowerLower(df, b1, a1);
+  col[2] = hn::ConcatLowerLower(df, b2, a2);
+  col[3] = hn::ConcatLowerLower(df, b3, a3);
+  col[4] = hn::ConcatUpperUpper(df, b0, a0);
+  col[5] = hn::ConcatUpperUpper(df, b1, a1);
+  col[6] = hn::ConcatUpperUpper(df, b2, a2);
+  col[7] = hn::ConcatUpperUpper(df, b3, a3);
+}
+#endif
+
+// A block's rows transposed: row + j L holds logit j of each lane's token (the lanes past
+// `lanes` repeat the first token). In registers for whole blocks of 8 tokens and E a
+// multiple of 8, else by plain copies (cheaper than a gather a logit).
+template <class DF>
+HWY_INLINE void TransposeRows(DF df, const float* x, int32_t E, int32_t lanes, float* row) {
+  const size_t L = hn::Lanes(df);
+#if MOE_FIRST_LEVEL_BLOCKS
+  if (L == 8 && lanes == 8 && E % 8 == 0) {
+    for (int32_t j0 = 0; j0 < E; j0 += 8) {
+      hn::Vec<DF> col[8];
+      Transpose8x8(df, x + j0, static_cast<size_t>(E), col);
+      for (size_t k = 0; k < 8; ++k) {
+        hn::Store(col[k], df, row + (static_cast<size_t>(j0) + k) * 8);
+      }
+    }
+    return;
+  }
+#endif
+  for (int32_t i = 0; i < static_cast<int32_t>(L); ++i) {
+    const float* xi = x + static_cast<size_t>(i < lanes ? i : 0) * static_cast<size_t>(E);
+    for (int32_t j = 0; j < E; ++j)
+      row[static_cast<size_t>(j) * L + static_cast<size_t>(i)] = xi[j];
+  }
+}
+
+// Slot s of each lane's token from a block's token-major slots (n a token, slotAt = n times
+// the lane, 0 past the block): one load for n = 1, two loads split into even and odd lanes
+// for n = 2 in a whole block, else a gather.
+template <class D, class VI, typename T>
+HWY_INLINE hn::Vec<D> SlotOfLanes(D d, const T* p, int32_t n, int32_t s, bool whole, VI slotAt) {
+#if MOE_FIRST_LEVEL_BLOCKS
+  if (whole && n == 1) return hn::LoadU(d, p);
+  if (whole && n == 2) {
+    const auto lo = hn::LoadU(d, p), hi = hn::LoadU(d, p + hn::Lanes(d));
+    return s == 0 ? hn::ConcatEven(d, hi, lo) : hn::ConcatOdd(d, hi, lo);
+  }
+#else
+  (void)n, (void)whole;
+#endif
+  return hn::GatherIndex(d, p + s, slotAt);
+}
+
+// prepareBatch's work for one block of L tokens from `base`: the per-token checks of
+// decideToken's moe_route_v1 path with the tokens across the lanes. kE = 8: a whole block
+// of rows of 8, its columns kept in registers and each kept logit picked from them; kE = 0:
+// any E, the columns in memory and the kept logits gathered from the rows.
+template <int32_t kE>
+HWY_INLINE void PrepareBlock(const TokenBlock& in, const GateBatch& b, int32_t base) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const hn::Rebind<int32_t, decltype(d)> di;
+  using VF = hn::Vec<decltype(df)>;
   constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
   const size_t L = hn::Lanes(d);
-  const int32_t E = b.experts, n = b.n;
-  HWY_ALIGN float row[kBatchExperts * kMaxLanes], kept[kBatchExperts * kMaxLanes];
-  HWY_ALIGN int32_t id[kBatchExperts * kMaxLanes];
-  HWY_ALIGN float flags[kMaxLanes];
+  const int32_t E = kE > 0 ? kE : b.experts, n = b.n;
+  HWY_ALIGN float row[kE > 0 ? 1 : kVectorExperts * kMaxLanes];
+  HWY_ALIGN float kept[kVectorExperts * kMaxLanes];
+  HWY_ALIGN int32_t id[kVectorExperts * kMaxLanes];
+  VF col[kE > 0 ? kE : 1];
   const auto oneI = hn::Set(di, 1);
-  for (int32_t base = 0; base < in.count; base += static_cast<int32_t>(L)) {
-    const auto lane = hn::Iota(di, 0);
-    const auto valid = hn::Lt(lane, hn::Set(di, in.count - base));
-    const auto tok = hn::IfThenElseZero(valid, lane);
-    const auto rowAt = hn::Mul(tok, hn::Set(di, E)), slotAt = hn::Mul(tok, hn::Set(di, n));
-    const float* x = in.x + static_cast<size_t>(base) * static_cast<size_t>(E);
-    const int32_t* ids = in.ids + static_cast<size_t>(base) * static_cast<size_t>(n);
-    const float* gates = in.gates + static_cast<size_t>(base) * static_cast<size_t>(n);
-    auto ok = hn::RebindMask(df, valid);
-    // The block's rows transposed by plain copies (cheaper than a gather a logit).
-    const int32_t lanes = std::min(static_cast<int32_t>(L), in.count - base);
-    for (int32_t i = 0; i < static_cast<int32_t>(L); ++i) {
-      const float* xi = x + static_cast<size_t>(i < lanes ? i : 0) * static_cast<size_t>(E);
-      for (int32_t j = 0; j < E; ++j)
-        row[static_cast<size_t>(j) * L + static_cast<size_t>(i)] = xi[j];
-    }
-    auto m = hn::Load(df, row);
-    for (int32_t j = 0; j < E; ++j) {
-      const auto v = hn::Load(df, row + static_cast<size_t>(j) * L);
-      ok = hn::And(ok, hn::Le(hn::Abs(v), hn::Set(df, std::numeric_limits<float>::max())));
-      m = hn::IfThenElse(hn::Lt(m, v), v, m);
-    }
-    auto seen = hn::Zero(di);
-    for (int32_t s = 0; s < n; ++s) {
-      const auto v = hn::GatherIndex(di, ids + s, slotAt);
-      const auto inRange = hn::And(hn::Gt(v, hn::Set(di, -1)), hn::Lt(v, hn::Set(di, E)));
-      const auto idc = hn::IfThenElseZero(inRange, v);
-      const auto bit = hn::Shl(oneI, idc);
-      const auto fresh = hn::Eq(hn::And(seen, bit), hn::Zero(di));
-      seen = hn::Or(seen, bit);
-      ok = hn::And(ok, hn::RebindMask(df, hn::And(inRange, fresh)));
-      const auto g = hn::GatherIndex(df, gates + s, slotAt);
-      ok = hn::And(ok, hn::And(hn::Le(hn::Abs(g), hn::Set(df, std::numeric_limits<float>::max())),
-                               hn::Ge(g, hn::Zero(df))));
-      hn::Store(idc, di, id + static_cast<size_t>(s) * L);
-      hn::Store(hn::GatherIndex(df, x, hn::Add(rowAt, idc)), df, kept + static_cast<size_t>(s) * L);
-      hn::StoreU(g, df, b.g + static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base));
-    }
-    // The worst of the kept set: the one every other kept expert beats.
-    auto wx = hn::Load(df, kept), mS = wx;
-    auto wi = hn::Load(di, id);
-    for (int32_t s = 1; s < n; ++s) {
-      const auto v = hn::Load(df, kept + static_cast<size_t>(s) * L);
-      const auto i = hn::Load(di, id + static_cast<size_t>(s) * L);
-      const auto worse =
-          hn::Or(hn::Gt(wx, v), hn::And(hn::Eq(wx, v), hn::RebindMask(df, hn::Lt(wi, i))));
-      wx = hn::IfThenElse(worse, v, wx);
-      wi = hn::IfThenElse(hn::RebindMask(di, worse), i, wi);
-      mS = hn::IfThenElse(hn::Lt(mS, v), v, mS);
-    }
-    auto beating = hn::Zero(di);
-    for (int32_t j = 0; j < E; ++j) {
-      const auto v = hn::Load(df, row + static_cast<size_t>(j) * L);
-      const auto beats = hn::Or(
-          hn::Gt(v, wx), hn::And(hn::Eq(v, wx), hn::RebindMask(df, hn::Lt(hn::Set(di, j), wi))));
-      beating = hn::Add(beating, hn::IfThenElseZero(hn::RebindMask(di, beats), oneI));
-    }
-    ok = hn::And(ok, hn::RebindMask(df, hn::Eq(beating, hn::Set(di, n - 1))));
-    if (in.rank) {
-      for (int32_t s = 0; s + 1 < n; ++s) {
-        const auto a = hn::Load(df, kept + static_cast<size_t>(s) * L);
-        const auto c = hn::Load(df, kept + static_cast<size_t>(s + 1) * L);
-        const auto ia = hn::Load(di, id + static_cast<size_t>(s) * L);
-        const auto ic = hn::Load(di, id + static_cast<size_t>(s + 1) * L);
-        ok = hn::And(
-            ok, hn::Or(hn::Gt(a, c), hn::And(hn::Eq(a, c), hn::RebindMask(df, hn::Lt(ia, ic)))));
+  const auto lane = hn::Iota(di, 0);
+  const auto valid = hn::Lt(lane, hn::Set(di, in.count - base));
+  const auto tok = hn::IfThenElseZero(valid, lane);
+  const auto rowAt = hn::Mul(tok, hn::Set(di, E)), slotAt = hn::Mul(tok, hn::Set(di, n));
+  const float* x = in.x + static_cast<size_t>(base) * static_cast<size_t>(E);
+  const int32_t* ids = in.ids + static_cast<size_t>(base) * static_cast<size_t>(n);
+  const float* gates = in.gates + static_cast<size_t>(base) * static_cast<size_t>(n);
+  auto ok = hn::RebindMask(df, valid);
+  const int32_t lanes = std::min(static_cast<int32_t>(L), in.count - base);
+  const bool whole = lanes == static_cast<int32_t>(L);
+#if MOE_FIRST_LEVEL_BLOCKS
+  if constexpr (kE == 8) Transpose8x8(df, x, 8, col);
+#endif
+  if constexpr (kE == 0) TransposeRows(df, x, E, lanes, row);
+  const auto column = [&](int32_t j) HWY_ATTR {
+    if constexpr (kE > 0) return col[j];
+    return hn::Load(df, row + static_cast<size_t>(j) * L);
+  };
+  auto m = column(0);
+#pragma GCC unroll 8
+  for (int32_t j = 0; j < E; ++j) {
+    const auto v = column(j);
+    ok = hn::And(ok, hn::Le(hn::Abs(v), hn::Set(df, std::numeric_limits<float>::max())));
+    m = hn::IfThenElse(hn::Lt(m, v), v, m);
+  }
+  auto seen = hn::Zero(di);
+  for (int32_t s = 0; s < n; ++s) {
+    const auto v = SlotOfLanes(di, ids, n, s, whole, slotAt);
+    const auto inRange = hn::And(hn::Gt(v, hn::Set(di, -1)), hn::Lt(v, hn::Set(di, E)));
+    const auto idc = hn::IfThenElseZero(inRange, v);
+    const auto bit = hn::Shl(oneI, idc);
+    const auto fresh = hn::Eq(hn::And(seen, bit), hn::Zero(di));
+    seen = hn::Or(seen, bit);
+    ok = hn::And(ok, hn::RebindMask(df, hn::And(inRange, fresh)));
+    const auto g = SlotOfLanes(df, gates, n, s, whole, slotAt);
+    ok = hn::And(ok, hn::And(hn::Le(hn::Abs(g), hn::Set(df, std::numeric_limits<float>::max())),
+                             hn::Ge(g, hn::Zero(df))));
+    hn::Store(idc, di, id + static_cast<size_t>(s) * L);
+    if constexpr (kE > 0) {
+      auto xe = col[0];
+#pragma GCC unroll 8
+      for (int32_t j = 1; j < kE; ++j) {
+        xe = hn::IfThenElse(hn::RebindMask(df, hn::Eq(idc, hn::Set(di, j))), col[j], xe);
       }
+      hn::Store(xe, df, kept + static_cast<size_t>(s) * L);
+    } else {
+      hn::Store(hn::GatherIndex(df, x, hn::Add(rowAt, idc)), df, kept + static_cast<size_t>(s) * L);
     }
-    const auto okF = hn::IfThenElseZero(ok, hn::Set(df, 1.0f));
-    const auto okD = hn::Gt(hn::PromoteTo(d, okF), hn::Zero(d));
-    const auto mD = hn::PromoteTo(d, m), mSD = hn::PromoteTo(d, mS);
-    for (int32_t s = 0; s < n; ++s) {
-      const size_t at = static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base);
-      const auto xe = hn::PromoteTo(d, hn::Load(df, kept + static_cast<size_t>(s) * L));
-      hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mSD, xe)), d, b.t + at);
-      hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mD, xe)), d, b.shift + at);
-      hn::StoreU(hn::IfThenElseZero(ok, hn::LoadU(df, b.g + at)), df, b.g + at);
+    hn::StoreU(g, df, b.g + static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base));
+  }
+  // The worst of the kept set: the one every other kept expert beats.
+  auto wx = hn::Load(df, kept), mS = wx;
+  auto wi = hn::Load(di, id);
+  for (int32_t s = 1; s < n; ++s) {
+    const auto v = hn::Load(df, kept + static_cast<size_t>(s) * L);
+    const auto i = hn::Load(di, id + static_cast<size_t>(s) * L);
+    const auto worse =
+        hn::Or(hn::Gt(wx, v), hn::And(hn::Eq(wx, v), hn::RebindMask(df, hn::Lt(wi, i))));
+    wx = hn::IfThenElse(worse, v, wx);
+    wi = hn::IfThenElse(hn::RebindMask(di, worse), i, wi);
+    mS = hn::IfThenElse(hn::Lt(mS, v), v, mS);
+  }
+  auto beating = hn::Zero(di);
+#pragma GCC unroll 8
+  for (int32_t j = 0; j < E; ++j) {
+    const auto v = column(j);
+    const auto beats = hn::Or(
+        hn::Gt(v, wx), hn::And(hn::Eq(v, wx), hn::RebindMask(df, hn::Lt(hn::Set(di, j), wi))));
+    beating = hn::Add(beating, hn::IfThenElseZero(hn::RebindMask(di, beats), oneI));
+  }
+  ok = hn::And(ok, hn::RebindMask(df, hn::Eq(beating, hn::Set(di, n - 1))));
+  if (in.rank) {
+    for (int32_t s = 0; s + 1 < n; ++s) {
+      const auto a = hn::Load(df, kept + static_cast<size_t>(s) * L);
+      const auto c = hn::Load(df, kept + static_cast<size_t>(s + 1) * L);
+      const auto ia = hn::Load(di, id + static_cast<size_t>(s) * L);
+      const auto ic = hn::Load(di, id + static_cast<size_t>(s + 1) * L);
+      ok = hn::And(ok,
+                   hn::Or(hn::Gt(a, c), hn::And(hn::Eq(a, c), hn::RebindMask(df, hn::Lt(ia, ic)))));
     }
-    hn::Store(okF, df, flags);
-    for (size_t i = 0; i < L && base + static_cast<int32_t>(i) < in.count; ++i) {
-      b.ok[static_cast<size_t>(base) + i] = flags[i] != 0 ? 1 : 0;
+  }
+  const auto okF = hn::IfThenElseZero(ok, hn::Set(df, 1.0f));
+  const auto okD = hn::Gt(hn::PromoteTo(d, okF), hn::Zero(d));
+  const auto mD = hn::PromoteTo(d, m), mSD = hn::PromoteTo(d, mS);
+  for (int32_t s = 0; s < n; ++s) {
+    const size_t at = static_cast<size_t>(s) * kBatchTokens + static_cast<size_t>(base);
+    const auto xe = hn::PromoteTo(d, hn::Load(df, kept + static_cast<size_t>(s) * L));
+    hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mSD, xe)), d, b.t + at);
+    hn::StoreU(hn::IfThenElseZero(okD, hn::Sub(mD, xe)), d, b.shift + at);
+    hn::StoreU(hn::IfThenElseZero(ok, hn::LoadU(df, b.g + at)), df, b.g + at);
+  }
+  WriteMarks(df, ok, static_cast<size_t>(lanes), b.ok + base);
+}
+
+// prepareBatch (first_level_simd.hpp): the blocks of L tokens, whole blocks of rows of 8
+// from registers.
+void PrepareBatchImpl(const TokenBlock& in, const GateBatch& b) {
+  const hn::ScalableTag<double> d;
+  const int32_t L = static_cast<int32_t>(hn::Lanes(d));
+  for (int32_t base = 0; base < in.count; base += L) {
+#if MOE_FIRST_LEVEL_BLOCKS
+    if (L == 8 && b.experts == 8 && in.count - base >= L) {
+      PrepareBlock<8>(in, b, base);
+      continue;
     }
+#endif
+    PrepareBlock<0>(in, b, base);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "moe/fuzz/first_level.hpp"
@@ -70,13 +71,14 @@ bool gatesWithin(std::span<const float> x, std::span<const int32_t> S, std::span
 
 }  // namespace
 
-Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,
-                    std::span<const float> gates, const Contract& contract,
-                    const VerdictConfig& config) {
+std::optional<Decided> decideBeforeGates(std::span<const float> x, int32_t k,
+                                         std::span<const int32_t> ids, std::span<const float> gates,
+                                         const Contract& contract, float& rowMax) {
   thread_local std::vector<uint8_t> seen;
   const auto E = static_cast<int32_t>(x.size());
   const int32_t n = std::min(k, E);
   const RowScan row = scanRow(x);
+  rowMax = row.max;
   if (checkSlots(E, k, {n, "min(k, E)", ""}, ids, gates, row.real, true, seen)) {
     return Decided::kNo;  // a structure violation: the ladder writes its certificate
   }
@@ -95,9 +97,16 @@ Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t
       if (!beats(x, S[s], S[s + 1])) return Decided::kNo;
     }
   }
-  if (!gatesWithin(x, S, gates.first(static_cast<size_t>(n)), row.max, contract, config)) {
-    return Decided::kNo;
-  }
+  return std::nullopt;
+}
+
+Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,
+                    std::span<const float> gates, const Contract& contract,
+                    const VerdictConfig& config) {
+  float m = 0;
+  if (const auto before = decideBeforeGates(x, k, ids, gates, contract, m)) return *before;
+  const auto n = static_cast<size_t>(std::min(k, static_cast<int32_t>(x.size())));
+  if (!gatesWithin(x, ids.first(n), gates.first(n), m, contract, config)) return Decided::kNo;
   return Decided::kExact;
 }
 

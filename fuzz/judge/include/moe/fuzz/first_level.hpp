@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,16 +32,24 @@ Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t
                     std::span<const float> gates, const Contract& contract,
                     const VerdictConfig& config);
 
+// decideToken's checks before the gates: its verdict where they decide the token, else
+// nullopt (a real row, ids' first min(k, E) slots the spec's kept set in the contract's
+// order: only the gates are left). rowMax: the row's largest logit.
+std::optional<Decided> decideBeforeGates(std::span<const float> x, int32_t k,
+                                         std::span<const int32_t> ids, std::span<const float> gates,
+                                         const Contract& contract, float& rowMax);
+
 // moe_route_v2 on a valid family (judgeFamilyToken's verdict).
 Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
                           std::span<const int32_t> ids, std::span<const float> gates,
                           const Contract& contract, const VerdictConfig& config);
 
 // moe_route_v1 at a small row (E <= kBatchExperts, 1 <= k <= E): tokens [begin, end) of the
-// case at once, the gates' exps and budgets one vector lane per token (first_level_batch.cpp).
+// case at once, the gates' exps and budgets one vector lane per token (first_level_batch.cpp;
+// up to kVectorExperts the checks before the gates too, above them token by token).
 // decided[t - begin] is 1 for each token it finds `exact` as decideToken does (the same
 // checks and bounds), else 0: decideToken and the ladder judge those as before.
-inline constexpr int32_t kBatchExperts = 32;
+inline constexpr int32_t kBatchExperts = 64;
 void decideTokensBatch(const Case& c, int32_t begin, int32_t end, std::span<const int32_t> ids,
                        std::span<const float> gates, const Contract& contract,
                        const VerdictConfig& config, std::span<uint8_t> decided);

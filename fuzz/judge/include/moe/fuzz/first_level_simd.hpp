@@ -86,11 +86,12 @@ struct GateBatch {
 void gatesWithinBatch(const GateBatch& b);
 
 // The checks before the gates for `count` <= kBatchTokens consecutive tokens of a case (x:
-// their logits, E a row; ids and gates: n slots a token, 1 <= n <= E <= kBatchExperts),
+// their logits, E a row; ids and gates: n slots a token, 1 <= n <= E <= kVectorExperts),
 // one vector lane per token: ok[lane] = 1 where the row is finite, every slot holds a
 // distinct id in range with a finite gate >= 0, n - 1 experts beat the kept set's worst
 // member, and (rank) each slot beats the next; those lanes of b's t, shift and g are
 // filled, the others zeroed (first_level_batch.cpp says why these decide as decideToken).
+inline constexpr int32_t kVectorExperts = 32;  // an id a bit of an int32 lane
 struct TokenBlock {
   const float* x;
   const int32_t* ids;
