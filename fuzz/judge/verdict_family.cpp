@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "certified_band.hpp"
 #include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -230,9 +231,14 @@ SelectionBands doubleBands(const FamilyRow& r, const Groups* gr, const Family& f
 
 // The same bands from MPFR enclosures of the scores (relative width 2^-60) and of the group
 // scores (oracle/certified/family.hpp): the level that places a difference the binary64
-// filter leaves within its error of the budget. Throws SpecError where the oracle does.
+// filter leaves within its error of the budget. Every key band is relative to refKey and
+// every group band to refGroup (certified_band.hpp: the ends are differences computed in
+// MPFR, so near the references their binary64 rounding is that of the difference; the
+// comparisons, among keys or among groups, are unchanged by the shift). Throws SpecError
+// where the oracle does.
 SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t k,
-                              const FamilyRow& r, const Groups* gr, double cUlp) {
+                              const FamilyRow& r, const Groups* gr, double cUlp, double refKey,
+                              double refGroup) {
   const auto E = static_cast<int32_t>(x.size());
   const auto p = familyRouteParams(f, k);
   const auto s = oracle::certified::scoresEnclosure(p.score, x);
@@ -247,7 +253,8 @@ SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t
     const double aHi = std::max(std::fabs(cLo), std::fabs(cHi));
     betaLo[i] = down(keyBudget(f, sLo, sHi, r.shift[i], aLo, E, cUlp) * (1 - 0x1p-50));
     betaHi[i] = up(keyBudget(f, sHi, sLo, r.shift[i], aHi, E, cUlp) * (1 + 0x1p-50));
-    b.key.push_back(bandOf(cLo, cHi, betaLo[i], betaHi[i]));
+    const RelativeBand kb = relativeBand(s[i].range, bias, betaLo[i], betaHi[i], refKey);
+    b.key.push_back({kb.lLo, kb.lHi, kb.hLo, kb.hHi});
   }
   if (gr) {
     const auto gs = oracle::certified::groupScoresEnclosure(p, x);
@@ -255,7 +262,8 @@ SelectionBands certifiedBands(std::span<const float> x, const Family& f, int32_t
       const double lo = gs[h].range.lowerDouble(), hi = gs[h].range.upperDouble();
       double gLo, gHi;
       groupBudget(f, h, gr->size, betaLo, betaHi, lo, hi, gLo, gHi);
-      b.group.push_back(bandOf(lo, hi, gLo, gHi));
+      const RelativeBand gb = relativeBand(gs[h].range, 0.0, gLo, gHi, refGroup);
+      b.group.push_back({gb.lLo, gb.lHi, gb.hLo, gb.hHi});
       b.groupGamma.push_back((gLo + gHi) / 2);
     }
   }
@@ -591,7 +599,15 @@ Verdict judgeFamilyToken(std::span<const float> x, const Family& f, int32_t k,
       if (same) {
         undecided = false;
       } else {
-        const SelectionBands cb = certifiedBands(x, f, k, r, gr ? &*gr : nullptr, cUlp);
+        // References at the kept boundary: the router's weakest kept key and group score.
+        double refKey = kInf, refGroup = kInf;
+        for (int32_t e : S) refKey = std::min(refKey, r.c[e]);
+        for (int32_t g = 0; gr && g < gr->G; ++g) {
+          if (routerGroup[g] == 1) refGroup = std::min(refGroup, gr->score[g]);
+        }
+        const SelectionBands cb = certifiedBands(x, f, k, r, gr ? &*gr : nullptr, cUlp,
+                                                 std::isfinite(refKey) ? refKey : 0.0,
+                                                 std::isfinite(refGroup) ? refGroup : 0.0);
         if (auto v = judgeSelection(cb, undecided, accepts)) {
           ++levels.selectionCertified;
           v->certificate += " [certified: MPFR enclosures of the scores and group scores]";
