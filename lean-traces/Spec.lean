@@ -1,5 +1,6 @@
 /-
-  moe-oracle: the MoE routing spec of docs/design.md section 1, in Lean 4 core (no Mathlib).
+  moe-oracle: the MoE routing spec of docs/design.md §1 (The spec) and §6 (The routing
+  family), in Lean 4 core (no Mathlib).
 
   The names are TorchLean's (`Spec.MoE.beats`, `rank`, `kept`, `keptExperts`,
   `Activation.softmaxVecSpec`, `gatesVecSpec`, `combineSpec`, `forwardSpec`,
@@ -10,7 +11,7 @@
   to evaluate. Out-of-range reads give `Context.zero` (never happens: every index used
   below is `< length`).
 
-  Where the seeds leave an order open, this file fixes it as docs/design.md section 1 does:
+  Where the seeds leave an order open, this file fixes it as docs/design.md §1 (The spec) does:
   `keptExperts` lists the kept experts best first; every sum is a left fold seeded with
   zero, in index order.
 
@@ -93,8 +94,13 @@ def replicate {β : Type} : Nat → β → List β
   | 0, _ => []
   | n + 1, x => x :: replicate n x
 
+/-- `[m, m + 1, …, m + n - 1]` (one cons per element: linear in n). -/
+def rangeFrom : Nat → Nat → List Nat
+  | _, 0 => []
+  | m, n + 1 => m :: rangeFrom (m + 1) n
+
 /-- `[0, 1, …, n - 1]`. -/
-def range (n : Nat) : List Nat := foldl (fun acc _ => app acc [len acc]) [] (replicate n ())
+def range (n : Nat) : List Nat := rangeFrom 0 n
 
 def zip {β γ : Type} : List β → List γ → List (β × γ)
   | x :: xs, y :: ys => (x, y) :: zip xs ys
@@ -216,9 +222,20 @@ def beats (s : List α) (j i : Nat) : Bool :=
   Context.gtBool (score s j) (score s i) ||
     (decide (j < i) && !(Context.gtBool (score s i) (score s j)))
 
-/-- `rank s i`: how many experts beat `i` (0 = best; `rank_lt`, `rank_injective`). -/
+/-- `beats` given the two scores: `beatsAt (s j) j (s i) i = beats s j i`. -/
+def beatsAt (sj : α) (j : Nat) (si : α) (i : Nat) : Bool :=
+  Context.gtBool sj si || (decide (j < i) && !(Context.gtBool si sj))
+
+/-- The experts with their scores, `[(0, s₀), (1, s₁), …]`: the counts below walk this list
+once instead of reading `score s j` (a walk of j cells) for every j, so that a rank costs E
+steps, not E²/2 (the vectors at E = 384 need it; the value is the same). -/
+def indexed (s : List α) : List (Nat × α) := Lst.zip (Lst.range (Lst.len s)) s
+
+/-- `rank s i`: how many experts beat `i` (0 = best; `rank_lt`, `rank_injective`): the
+experts j with `beats s j i`, counted in index order. -/
 def rank (s : List α) (i : Nat) : Nat :=
-  Lst.foldl (fun n j => if beats s j i then n + 1 else n) 0 (Lst.range (Lst.len s))
+  let si := score s i
+  Lst.foldl (fun n (js : Nat × α) => if beatsAt js.2 js.1 si i then n + 1 else n) 0 (indexed s)
 
 /-- All ranks, in expert order. -/
 def ranks (s : List α) : List Nat := Lst.map (rank s) (Lst.range (Lst.len s))
@@ -435,6 +452,27 @@ def paramsValid (E : Nat) (p : RouteParams α) : Bool :=
     | .max => true
     | .top2Sum => decide (p.groups ≤ 1) || decide (2 ≤ E / p.groups))
 
+/-- The six conjuncts of `paramsValid`, each evaluated on its own and named, in its order.
+(G = 0 can never fail alone: every `topkGroups ≥ 1` then exceeds G too; and E % 0 = E, so
+with E > 0 it also fails `groupsDivideExperts`.) -/
+def paramsRules (E : Nat) (p : RouteParams α) : List (String × Bool) :=
+  [("biasLength", match p.bias with
+      | none => true
+      | some b => Lst.len b == E),
+   ("groupsPositive", decide (1 ≤ p.groups)),
+   ("groupsDivideExperts", E % p.groups == 0),
+   ("topkGroupsPositive", decide (1 ≤ p.topkGroups)),
+   ("topkGroupsAtMostGroups", decide (p.topkGroups ≤ p.groups)),
+   ("top2SumGroupsOfTwo", match p.groupScore with
+      | .max => true
+      | .top2Sum => decide (p.groups ≤ 1) || decide (2 ≤ E / p.groups))]
+
+/-- The names of the rules of `paramsValid` that `p` breaks for E experts (empty exactly
+when `paramsValid E p`; Export.lean checks that on every exported case). -/
+def paramsBrokenRules (E : Nat) (p : RouteParams α) : List String :=
+  Lst.map (fun (r : String × Bool) => r.1)
+    (Lst.filter (fun (r : String × Bool) => !r.2) (paramsRules E p))
+
 end Spec.MoE
 
 namespace Activation
@@ -516,8 +554,10 @@ def eligible (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
 
 /-- `routeRank` given the group scores. -/
 def routeRankIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : Nat :=
-  Lst.foldl (fun n j => if eligibleIn p (Lst.len c) gsc j && beats c j e then n + 1 else n) 0
-    (Lst.range (Lst.len c))
+  let ce := score c e
+  Lst.foldl (fun n (jc : Nat × α) =>
+    if eligibleIn p (Lst.len c) gsc jc.1 && beatsAt jc.2 jc.1 ce e then n + 1 else n) 0
+    (indexed c)
 
 /-- `routeRank p c e`: how many eligible experts beat e on the keys `c`. -/
 def routeRank (p : RouteParams α) (c : List α) (e : Nat) : Nat :=
@@ -541,8 +581,12 @@ def routeKeptExperts (p : RouteParams α) (c : List α) : List Nat :=
   let el := Lst.map (eligibleIn p E gsc) idx
   let r := Lst.map (routeRankIn p c gsc) idx
   let nEl := Lst.len (Lst.filter (fun b => b) el)
-  Lst.filterMap (fun pos => Lst.find? (fun i => Lst.getD el i false && Lst.getD r i 0 == pos)
-    idx) (Lst.range (min p.k nEl))
+  -- (i, eligible i, routeRank i), walked once per position
+  let rows := Lst.zip idx (Lst.zip el r)
+  Lst.filterMap (fun pos => match Lst.find? (fun (row : Nat × Bool × Nat) =>
+      row.2.1 && row.2.2 == pos) rows with
+    | some row => some row.1
+    | none => none) (Lst.range (min p.k nEl))
 
 /-- The dense gates (length E) given the scores `s` and the keys `c` (no exp, so it runs
 over `Rat`): for e kept on `c`, `w_e = s_e` (the unbiased score), divided by
@@ -742,5 +786,41 @@ def famTop2 : List Rat := [3/8, 1/8, 1/4, 1/4, 1/2, 0, 1/8, 1/8]
     Lst.eqBy ratEq (routeGatesFromScores (mixtralParams k) s s) (gatesFromProbs k s) &&
     routeKeptExperts (mixtralParams k) s == keptExperts k s) (Lst.range (E + 2)))
   (allVectors ratValues E)) (Lst.range 4)
+
+-- rank counts the experts j with `beats s j i` (it walks the scores once instead of reading
+-- each `score s j`): the same number, over every vector of length ≤ 4 above.
+#guard Lst.all (fun E => Lst.all (fun s => Lst.all (fun i =>
+    rank s i == Lst.len (Lst.filter (fun j => beats s j i) (Lst.range E))) (Lst.range E))
+  (allVectors floatValues E)) (Lst.range 5)
+
+/-! ### The sign of a zero group score: three readings, two of them told apart
+
+A group score's sign changes no kept set (+0 and -0 tie), but the vectors export it bit
+for bit, so a kernel or a transliteration that reads the definitions otherwise is seen. -/
+
+def pz : Float32 := Float32.ofBits 0
+def nz : Float32 := Float32.ofBits 0x80000000
+-- groupMax is a left fold of maxOfLe (`if x ≤ y then y else x`): of two equal keys it keeps
+-- the later one. [+0, -0] scores -0 and [-0, +0] scores +0 (keeping the first would swap
+-- them).
+#guard f32bits (groupMax [pz, nz] 1 0) == 0x80000000
+#guard f32bits (groupMax [nz, pz] 1 0) == 0
+-- groupTop2Sum adds from zero, `(0 + c_best) + c_second`: two -0 keys score +0, where
+-- `c_best + c_second` without the leading `0 +` would give -0.
+#guard f32bits (groupTop2Sum [nz, nz] 1 0) == 0
+#guard f32bits (Context.add nz nz) == 0x80000000
+-- Adding the second key first, `(0 + c_second) + c_best`, is the same function in IEEE
+-- arithmetic (round to nearest): x + y = y + x bit for bit, and 0 + x is x except that it
+-- turns -0 into +0, so both orders give a + b for nonzero keys and +0 when both are zeros.
+-- Checked over every pair of the binary32 values below (NaN matches NaN): no vector can tell
+-- this reading apart, so it is not one of the mutations the replays must kill.
+@[noinline] def f32ofNat (n : Nat) : Float32 := Float32.ofBits n.toUInt32
+def signedEdges32 : List Float32 :=
+  Lst.map f32ofNat [0, 0x80000000, 1, 0x80000001, 0x3f800000, 0xbf800000, 0x7f7fffff,
+    0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x00800000, 0x80800000]
+def sameBits32 (x y : Float32) : Bool := f32bits x == f32bits y || (f32isNaN x && f32isNaN y)
+#guard Lst.all (fun a => Lst.all (fun b =>
+    sameBits32 (f32add (f32add f32zero a) b) (f32add (f32add f32zero b) a))
+  signedEdges32) signedEdges32
 
 end Spec.MoE.Checks
