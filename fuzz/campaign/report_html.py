@@ -158,6 +158,27 @@ def _routers(report):
                   rows)
 
 
+def _dispatchers(report):
+    """The dispatch kernels (moe_dispatch_v1): judged exactly, one verdict per case; slots
+    judged per band of T * k (the 2^16 and 2^24 crossings), and the cases outside the
+    domain whose statuses were judged."""
+    rows = []
+    for d in report.get("dispatchers", []):
+        cov = d.get("coverage") or {}
+        bands = ", ".join(f"{b}: {n}" for b, n in sorted((cov.get("slots") or {}).items(),
+                                                         key=lambda kv: _band_key(kv[0])))
+        rows.append([escape(d["dispatcher"]), _badge(d.get("status", "")), _seconds(d),
+                     _num(d.get("cases", 0)), _num(d.get("tokens", 0)), _num(d.get("slots", 0)),
+                     _num(cov.get("outside_domain", 0)), escape(bands or "-"),
+                     _num(len(d.get("violations", []))),
+                     escape(d.get("message", "")), _link(d.get("log"), "log")])
+    if not rows:
+        return "<p>No dispatch kernel was run.</p>"
+    return _table(["dispatch kernel", "status", "seconds given / taken", "cases", "tokens",
+                   "slots judged", "cases outside the domain", "cases by slots (T * k)",
+                   "violations", "note", "log"], rows)
+
+
 # moe-oracle fuzz --json's coverage: tokens judged per band of each dimension.
 COVERAGE_DIMENSIONS = (("experts", "E (experts)"), ("k", "k (kept per token)"),
                        ("tokens", "T (tokens per case)"), ("k_vs_experts", "k against E"))
@@ -169,14 +190,41 @@ def _band_key(band):
     return (0, int(digits.group()), band) if digits else (1, "<=>".find(band[1:2]), band)
 
 
+# moe-oracle fuzz --json's coverage.shares: fractions of the tokens judged (docs/fuzz.md).
+SHARE_COLUMNS = (("model_shapes", "model shapes"), ("degenerate", "degenerate"),
+                 ("nonreal", "non-real rows"), ("model_like", "model-like logits"),
+                 ("adversarial", "adversarial logits"))
+
+
+def _shares(routers):
+    """The shares of each router's judged tokens, as percentages, with the degenerate cases
+    counted; "" when no router reported them (an older moe-oracle)."""
+    rows = []
+    for r in routers:
+        shares = r["coverage"].get("shares")
+        if not isinstance(shares, dict):
+            continue
+        cells = [f"{100 * shares[key]:.1f}%" if isinstance(shares.get(key), (int, float))
+                 else "-" for key, _ in SHARE_COLUMNS]
+        rows.append([escape(r["router"])] + cells
+                    + [_num(r["coverage"].get("degenerate_cases", "-"))])
+    if not rows:
+        return ""
+    return ("<div><h3>shares of the tokens judged</h3>"
+            + _table(["router"] + [title for _, title in SHARE_COLUMNS] + ["degenerate cases"],
+                     rows) + "</div>")
+
+
 def _coverage(report):
-    """Per dimension, a table of tokens judged per band for every router that judged any;
-    then what was abstained. Abstained cases are not judged: they test nothing."""
+    """The shares of the tokens judged (model shapes, degenerate, non-real, model-like or
+    adversarial logits); per dimension, a table of tokens judged per band for every router
+    that judged any; then what was abstained. Abstained cases are not judged: they test
+    nothing."""
     routers = [r for r in report["routers"] if r.get("coverage")]
     if not routers:
         return ("<p>No router reported its shape coverage (moe-oracle fuzz --json, field "
                 "coverage).</p>")
-    tables = []
+    tables = [_shares(routers)]
     for key, title in COVERAGE_DIMENSIONS:
         bands = sorted({b for r in routers for b in (r["coverage"].get(key) or {})},
                        key=_band_key)
@@ -197,7 +245,10 @@ def _coverage(report):
                      _badge("insufficient-coverage") if cov.get("insufficient") else "enough"])
     tables.append("<div><h3>abstained cases</h3>" + _table(
         ["router", "cases", "abstained", "reasons", "min tokens", "coverage"], rows) + "</div>")
-    return (f'<div class="cov">{"".join(tables)}</div><p class="note">Abstained cases are '
+    return (f'<div class="cov">{"".join(tables)}</div><p class="note">Model shapes: E in '
+            "8..512, k in 1..min(10, E), T >= 16; degenerate: E <= 1, k = 0, k > E or T = 0; "
+            "non-real rows (a NaN or +inf logit) are judged on structure only. Abstained "
+            "cases are "
             "not judged: a router that returns non-zero (a shape or CPU it does not support) "
             "is not tested on that case. A run with fewer tokens judged than min tokens, or "
             "with more than half of its cases abstained, is not a pass (status "
@@ -292,6 +343,7 @@ def render(report):
         _card("tokens judged acceptable", tot["verdicts"]["acceptable"]),
         _card("tokens judged violation", tot["verdicts"]["violation"],
               "bad" if tot["verdicts"]["violation"] else "ok"),
+        _card("dispatch slots judged", tot.get("dispatch_slots", 0)),
         _card("libFuzzer execs", tot["libfuzzer_execs"]),
         _card("corpus inputs added", tot["corpus_added"]),
         _card("steps failed (error, hang)", tot.get("failed_steps", 0),
@@ -313,6 +365,8 @@ CPU flags: {escape(" ".join(host.get("cpu_flags", [])) or "none of avx2/avx512")
 <h2>Violations and crashes (deduplicated by signature)</h2>{_violations(report)}
 <h2 id="verdict-legend">What the verdicts mean</h2>{_legend()}
 <h2>Routers: moe-oracle fuzz, verdicts by kind (one per token)</h2>{_routers(report)}
+<h2>Dispatch kernels: moe-oracle fuzz --abi moe_dispatch_v1, judged exactly</h2>{
+    _dispatchers(report)}
 <h2 id="coverage">Shape coverage: tokens judged per band of E, k and T</h2>{_coverage(report)}
 <h2>libFuzzer targets</h2>{_targets(report)}
 {_plots(report)}

@@ -3,10 +3,12 @@
 Fields (docs/nightly.md explains each for readers):
   schema, campaign_id, started, finished, complete, interrupted, budget_s, seed, host,
   totals {router_cases, router_tokens, verdicts (per token) {exact, acceptable, violation},
+          dispatch_cases, dispatch_slots,
           libfuzzer_execs, failed_steps, bug_classes {signature less -E<E>-k<k>: count},
           violations, new_violations, corpus_added},
   corpus {merged_into_repo, folder},
-  routers [...], targets [...], violations [...], pending [step ids not yet run]
+  routers [...], dispatchers [...], targets [...], violations [...],
+  pending [step ids not yet run]
 """
 
 import os
@@ -37,8 +39,8 @@ def _dedup_violations(state):
         step = state["steps"].get(step_id)
         if not step:
             continue
-        found = step.get("violations", []) if step_id.startswith("router:") else step.get(
-            "crashes", [])
+        found = (step.get("violations", []) if step_id.startswith(("router:", "dispatch:"))
+                 else step.get("crashes", []))
         for v in found:
             sig = v.get("signature") or "unsigned"
             row = rows.get(sig)
@@ -63,6 +65,8 @@ def _dedup_violations(state):
 def build(state, *, interrupted):
     routers = [state["steps"][s] for s in state["plan"] if s.startswith("router:") and
                s in state["steps"]]
+    dispatchers = [state["steps"][s] for s in state["plan"] if s.startswith("dispatch:") and
+                   s in state["steps"]]
     targets = []
     for s in state["plan"]:
         if s.startswith("libfuzzer:") and s in state["steps"]:
@@ -90,19 +94,22 @@ def build(state, *, interrupted):
             "router_cases": sum(r.get("cases", 0) for r in routers),
             "router_tokens": sum(r.get("tokens", 0) for r in routers),
             "verdicts": verdicts,
+            "dispatch_cases": sum(d.get("cases", 0) for d in dispatchers),
+            "dispatch_slots": sum(d.get("slots", 0) for d in dispatchers),
             "libfuzzer_execs": sum(t.get("execs", 0) for t in targets),
             "violations": len(violations),
             "bug_classes": classes,
             "new_violations": sum(1 for v in violations if v["new"]),
             "corpus_added": sum(t.get("added", 0) for t in targets),
             # Steps that could not do their job: a library that does not load, a hang.
-            "failed_steps": sum(1 for x in routers + targets
+            "failed_steps": sum(1 for x in routers + dispatchers + targets
                                 if x.get("status") in ("error", "hung")),
         },
         # Where new inputs went: the campaign's own corpus unless --merge-corpus.
         "corpus": {"merged_into_repo": bool(state.get("merge_corpus")),
                    "folder": "corpus/" if state.get("merge_corpus") else "<out>/corpus/"},
         "routers": routers,
+        "dispatchers": dispatchers,
         "targets": targets,
         "violations": violations,
         "pending": [s for s in state["plan"] if s not in state["steps"]],

@@ -17,6 +17,7 @@ import child_process
 
 
 ABI_V1, ABI_V2 = "moe_route_v1", "moe_route_v2"
+ABI_DISPATCH = "moe_dispatch_v1"  # dispatch_fuzz.py's steps go through fuzz_router too
 
 
 def builtin_routers(moe_oracle, abi=None):
@@ -38,7 +39,7 @@ def split_router(router):
     path -> (it, None): the ABI moe-oracle picks by default (v1 for a built-in router, v2 for
     a library that exports it)."""
     name, sep, abi = router.rpartition("@")
-    return (name, abi) if sep and abi in (ABI_V1, ABI_V2) else (router, None)
+    return (name, abi) if sep and abi in (ABI_V1, ABI_V2, ABI_DISPATCH) else (router, None)
 
 
 def unknown_router(router, known):
@@ -54,12 +55,18 @@ def unknown_router(router, known):
     return None
 
 
-def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
+def safe_name(impl, abi):
+    """The name of IMPL's files in the out folder: its file name (a user's library is given
+    by path) and the ABI, made safe."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(impl) + (f"@{abi}" if abi else ""))
+
+
+def fuzz_router(moe_oracle, router, seconds, seed, out_dir, jobs=None):
     """Runs one router's campaign (ROUTER as split_router reads it); returns its report
-    entry (a dict)."""
+    entry (a dict). jobs: the threads that judge (--jobs; the routers run one at a time, so
+    the campaign gives each all its cores)."""
     impl, abi = split_router(router)
-    # A user's library is given by path: its file name, made safe, names its files.
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(impl) + (f"@{abi}" if abi else ""))
+    safe = safe_name(impl, abi)
     work = os.path.join(out_dir, "work", "routers", safe)
     os.makedirs(work, exist_ok=True)
     log = os.path.join(out_dir, "logs", f"router-{safe}.log")
@@ -68,6 +75,8 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
            str(seed), "--out", os.path.join(work, "reproducers"), "--json"]
     if abi:
         cmd += ["--abi", abi]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
     outcome = child_process.run(cmd, log_path=log, timeout=seconds * 2 + 60,
                                 stdout_path=stdout)
     entry = {"router": router, "command": " ".join(cmd), "log": os.path.relpath(log, out_dir),
@@ -78,7 +87,7 @@ def fuzz_router(moe_oracle, router, seconds, seed, out_dir):
     if outcome.timed_out:
         entry["status"] = "hung"
         return entry
-    result = _read_json_object(stdout)
+    result = read_json_object(stdout)
     if outcome.rc == 2 or result is None:
         # Exit 2 on a built-in name means this CPU lacks it; on a library path, that the
         # library cannot be loaded, which is the user's error to see.
@@ -120,7 +129,7 @@ def _keep_reproducer(violation, out_dir):
     return v
 
 
-def _read_json_object(path):
+def read_json_object(path):
     """moe-oracle prints exactly one JSON object on stdout; None if it did not."""
     try:
         with open(path, encoding="utf-8") as f:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs one fuzzing campaign over prebuilt binaries and writes report.json + report.html.
 
-Part 1: `moe-oracle fuzz` on each built-in router. Part 2: each libFuzzer target in each
+Part 1: `moe-oracle fuzz` on each built-in router, then on each moe_dispatch_v1 library (the
+in-tree libmoe_dispatch_eigen.so, or --dispatchers). Part 2: each libFuzzer target in each
 given build (ASan+UBSan, plain), then its new inputs merged into the campaign's corpus,
 <out>/corpus/<target>/ (into the repository's corpus/<target>/ only with --merge-corpus),
 and its crashes minimised, signed and deduplicated. Everything the campaign writes is
@@ -23,6 +24,7 @@ import campaign_state  # noqa: E402
 import child_process  # noqa: E402
 import corpus_merge  # noqa: E402
 import crash_triage  # noqa: E402
+import dispatch_fuzz  # noqa: E402
 import libfuzzer_target  # noqa: E402
 import report_html  # noqa: E402
 import report_model  # noqa: E402
@@ -54,6 +56,9 @@ def parse_args(argv):
     p.add_argument("--routers", help="comma-separated routers: built-in names or library "
                    "paths, NAME@moe_route_v2 for a built-in router's moe_route_v2 (default: "
                    "every built-in router, and each distinct moe_route_v2 kernel)")
+    p.add_argument("--dispatchers", help="comma-separated moe_dispatch_v1 libraries to fuzz "
+                   "in part 1, or none (default: the in-tree libmoe_dispatch_eigen.so beside "
+                   "--moe-oracle, in ../lib)")
     p.add_argument("--targets", help="comma-separated subset of the libFuzzer targets")
     p.add_argument("--seed", type=int, help="default: the campaign's start time")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="-fork=N")
@@ -93,6 +98,8 @@ def make_plan(a):
                     router_fuzz.builtin_routers(a.moe_oracle, router_fuzz.ABI_V2)])
         for r in routers:
             steps[f"router:{r}"] = {"router": r}
+        for lib in dispatch_fuzz.libraries(a.dispatchers, a.moe_oracle):
+            steps[f"dispatch:{lib}"] = {"dispatcher": lib}
     targets = a.targets.split(",") if a.targets else TARGETS
     for build, folder in a.builds:
         for t in targets:
@@ -103,10 +110,10 @@ def make_plan(a):
 
 
 def budgets(a, steps):
-    """Seconds per step: ROUTER_SHARE of the budget over the routers, the rest over
-    the libFuzzer runs (all of it when one part is empty). Merges, minimisation and
-    start-up come on top; the docs say so."""
-    n_r = sum(1 for s in steps if s.startswith("router:"))
+    """Seconds per step: ROUTER_SHARE of the budget over the routers and dispatch kernels
+    (part 1), the rest over the libFuzzer runs (all of it when one part is empty). Merges,
+    minimisation and start-up come on top; the docs say so."""
+    n_r = sum(1 for s in steps if s.startswith(("router:", "dispatch:")))
     n_l = len(steps) - n_r
     share = ROUTER_SHARE if n_r and n_l else (1.0 if n_r else 0.0)
     per_router = max(2, int(a.budget * share / n_r)) if n_r else 0
@@ -221,6 +228,8 @@ def print_summary(a, report):
           f"(exact {v['exact']}, acceptable {v['acceptable']}, violation {v['violation']})")
     where = ("corpus/ (--merge-corpus)" if report.get("corpus", {}).get("merged_into_repo")
              else os.path.join(a.out, "corpus"))
+    print(f"  dispatch kernels: {len(report['dispatchers'])} run, "
+          f"{t['dispatch_cases']} cases, {t['dispatch_slots']} slots judged exactly")
     print(f"  libFuzzer: {len(report['targets'])} runs, {t['libfuzzer_execs']} execs, "
           f"{t['corpus_added']} new corpus inputs in {where}")
     for tg in report["targets"]:
@@ -241,6 +250,11 @@ def main(argv):
         why = router_fuzz.unknown_router(r, known)
         if why:
             print(f"run_campaign: --routers {why}", file=sys.stderr)
+            return 2
+    for lib in dispatch_fuzz.libraries(a.dispatchers, a.moe_oracle) if a.dispatchers else []:
+        why = dispatch_fuzz.missing_library(lib)
+        if why:
+            print(f"run_campaign: --dispatchers {why}", file=sys.stderr)
             return 2
     os.umask(0o022)  # the fuzzers' own files (logs, corpus, crashes) are readable by all
     os.makedirs(a.out, exist_ok=True)
@@ -266,9 +280,12 @@ def main(argv):
         if step_id in state["steps"]:
             continue
         print(f"[{time.strftime('%H:%M:%S')}] {step_id}", file=sys.stderr, flush=True)
-        if "router" in info:
-            entry = router_fuzz.fuzz_router(a.moe_oracle, info["router"], per_router,
-                                            state["seed"], a.out)
+        if "router" in info or "dispatcher" in info:
+            entry = (router_fuzz.fuzz_router(a.moe_oracle, info["router"], per_router,
+                                             state["seed"], a.out, jobs=a.cores)
+                     if "router" in info else
+                     dispatch_fuzz.fuzz_dispatcher(a.moe_oracle, info["dispatcher"], per_router,
+                                                   state["seed"], a.out))
             for v in entry.get("violations", []):
                 campaign_state.remember_signature(state, v["signature"])
                 v["command"] = (f"{a.moe_oracle} replay {os.path.join(a.out, v['reproducer'])}"

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -12,26 +11,10 @@
 #include <stdexcept>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/model_logits.hpp"
+#include "moe/fuzz/shape_draw.hpp"
 
 namespace moe::fuzz {
-
-uint64_t SeededSource::next64() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint8_t SeededSource::u8() {
-  if (left_ == 0) {
-    buffer_ = next64();
-    left_ = 8;
-  }
-  uint8_t b = static_cast<uint8_t>(buffer_);
-  buffer_ >>= 8;
-  --left_;
-  return b;
-}
 
 std::span<const float> specialPool() {
   static const std::array<float, 24> pool = {
@@ -188,108 +171,50 @@ Case decodeFrom(Source& src, int32_t maxExperts) {
 
 namespace {
 
-// Sizes where kernels change path: powers of two and one either side, vector widths,
-// tile and chunk sizes, the shapes of current models (E = 384 Kimi K2, 160 DeepSeek-V2).
-constexpr int64_t kBoundaries[] = {
-    0,    1,    2,    3,    4,     5,     7,     8,     9,     10,    15,    16,   17,   31,
-    32,   33,   47,   48,   63,    64,    65,    127,   128,   129,   160,   255,  256,  257,
-    383,  384,  385,  511,  512,   513,   1023,  1024,  1025,  2047,  2048,  2049, 4095, 4096,
-    4097, 8191, 8192, 8193, 16383, 16384, 16385, 32767, 32768, 32769, 65535, 65536};
-
-uint64_t u64(ByteSource& src) {
-  const uint64_t lo = src.u32();
-  return lo | (static_cast<uint64_t>(src.u32()) << 32);
-}
-
-int64_t uniformIn(ByteSource& src, int64_t lo, int64_t hi) {
-  return lo + static_cast<int64_t>(u64(src) % static_cast<uint64_t>(hi - lo + 1));
-}
-
-// Log-uniform in [lo, hi] (lo >= 1): the width in bits first, so 2..3 comes up as often as
-// 2048..4095, and small shapes (decode, few experts) dominate as they do in real serving.
-int64_t logUniformIn(ByteSource& src, int64_t lo, int64_t hi) {
-  const uint64_t span = static_cast<uint64_t>(hi - lo);
-  const int bits = span == 0 ? 0 : 64 - std::countl_zero(span);
-  const int b = src.u8() % (bits + 1);
-  const uint64_t cap = b >= 63 ? span : std::min<uint64_t>(span, (uint64_t{1} << b) - 1);
-  return lo + static_cast<int64_t>(u64(src) % (cap + 1));
-}
-
-// One member of `set`, adversarially: a boundary size, a range end, a multiple of 16, 32
-// or 128 plus or minus one, else log-uniform (0 only through the boundaries: an empty
-// shape is worth drawing now and then, not one time in ten).
-int64_t drawFrom(ByteSource& src, const IntSet& set) {
-  const auto& ranges = set.ranges();
-  const uint8_t mode = src.u8();
-  if (mode < 64) {
-    std::vector<int64_t> inside;
-    for (int64_t b : kBoundaries) {
-      if (set.contains(b)) inside.push_back(b);
+// Most adversarial rows stay real: a +inf (the special pool's, or one ulp above FLT_MAX)
+// makes the whole row non-real, judged on structure only, and at E = 256 left about 40% of
+// the tokens so. One row in 16 keeps what it drew; the others hold FLT_MAX in its place.
+// NaN stays where the case allows it (the out-of-domain checks).
+void keepRowsMostlyReal(ByteSource& src, Case& c) {
+  for (int32_t t = 0; t < c.tokens; ++t) {
+    if (src.u8() < 16) continue;
+    float* row = c.logits.data() + static_cast<size_t>(t) * c.experts;
+    for (int32_t e = 0; e < c.experts; ++e) {
+      if (row[e] == std::numeric_limits<float>::infinity()) {
+        row[e] = std::numeric_limits<float>::max();
+      }
     }
-    if (!inside.empty()) return inside[src.u8() % inside.size()];
-  } else if (mode < 96) {
-    const IntRange& r = ranges[src.u8() % ranges.size()];
-    return (src.u8() & 1) ? r.lo : r.hi;
-  } else if (mode < 128) {
-    static constexpr int64_t kSteps[] = {16, 32, 128};
-    const int64_t step = kSteps[src.u8() % 3];
-    const int64_t v = step * logUniformIn(src, 1, std::max<int64_t>(1, set.max() / step)) +
-                      static_cast<int64_t>(src.u8() % 3) - 1;
-    if (set.contains(v)) return v;
   }
-  const IntRange& r = ranges[src.u8() % ranges.size()];
-  if (r.hi == 0) return 0;
-  return logUniformIn(src, std::max<int64_t>(r.lo, 1), r.hi);
-}
-
-// k when the shape space leaves it free: small k, k around E (k >= E takes every expert,
-// k > E leaves empty slots), or anything in [0, E + 2].
-int32_t drawK(ByteSource& src, int32_t experts) {
-  const uint8_t mode = src.u8();
-  if (mode < 80) return src.u8() % (std::min(experts + 2, 8) + 1);
-  if (mode < 128) return std::max(0, experts - 2 + src.u8() % 5);
-  return static_cast<int32_t>(uniformIn(src, 0, int64_t{experts} + 2));
 }
 
 }  // namespace
 
 Case drawCase(ByteSource& src, const ShapeSpace& space) {
+  const DrawnShape shape = drawShape(src, space);
   Case c;
-  const int64_t minT = std::max<int64_t>(space.tokens.min(), 1);
-  c.experts = static_cast<int32_t>(drawFrom(src, space.experts.clamp(0, kDrawMaxLogits / minT)));
-  c.k = space.k.empty() ? drawK(src, c.experts) : static_cast<int32_t>(drawFrom(src, space.k));
-  // Most cases stay cheap (2^16 logits), 1 in 20 is large (2^20) and 1 in 85 as large as
-  // a case may be (2^24: T = 65,536 tokens of 256 experts), so that small shapes still get
-  // most of the time while every run reaches the chunked and threaded paths. Tokens the
-  // caller asked for are never cut by this soft budget, only by the hard one.
-  const uint8_t budgetByte = src.u8();
-  const int64_t soft = budgetByte < 240   ? (int64_t{1} << 16)
-                       : budgetByte < 253 ? (int64_t{1} << 20)
-                                          : kDrawMaxLogits;
-  const int64_t perRow = std::max<int32_t>(c.experts, 1);
-  IntSet tokens = space.tokens.clamp(0, (space.tokensGiven ? kDrawMaxLogits : soft) / perRow);
-  if (tokens.empty()) tokens = space.tokens.clamp(0, kDrawMaxLogits / perRow);
-  // Weighted towards small batches: T = 1 (one decode step) 3 times in 8, T <= 64 3 times in
-  // 8 (each token of a large batch costs a judgement, and most bugs show on a few tokens),
-  // the whole range the rest of the time.
-  const uint8_t batchByte = src.u8();
-  const IntSet small = tokens.clamp(0, 64);
-  if (batchByte < 96 && tokens.contains(1)) {
-    c.tokens = 1;
-  } else if (batchByte < 192 && !small.empty()) {
-    c.tokens = static_cast<int32_t>(drawFrom(src, small));
-  } else {
-    c.tokens = static_cast<int32_t>(drawFrom(src, tokens));
-  }
+  c.experts = shape.experts;
+  c.k = shape.k;
+  c.tokens = shape.tokens;
+  c.modelLike = shape.modelLike;
   applyModByte(c, src.u8());
   c.split = static_cast<int32_t>(drawFrom(src, IntSet::range(0, c.tokens)));
   c.variant = src.u8();
-  fillLogits(src, c);
+  drawLogits(src, c);
   return c;
 }
 
 void drawLogits(ByteSource& src, Case& c) {
-  fillLogits(src, c);
+  if (c.modelLike) {
+    drawModelLogits(src, c);
+    return;
+  }
+  // The campaign's stream read without a virtual call per byte: SeededSource is final.
+  if (auto* seeded = dynamic_cast<SeededSource*>(&src)) {
+    fillLogits(*seeded, c);
+  } else {
+    fillLogits(src, c);
+  }
+  keepRowsMostlyReal(src, c);
 }
 
 Case decodeCase(ByteSource& src, int32_t maxExperts) {

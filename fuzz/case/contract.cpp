@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "contract_schema.hpp"  // generated from docs/contract.schema.json
+#include "moe/fuzz/dispatch_contract.hpp"
 #include "moe/fuzz/recipes.hpp"
 
 namespace moe::fuzz {
@@ -112,6 +115,26 @@ IntSet rangeList(const nlohmann::json& v, const std::string& field, int64_t min,
   return IntSet::parse(text, fmt::format("router contract: \"{}\"", field), min, max);
 }
 
+// A router's contract: the dispatch door's ABI and fields are not its own.
+void rejectDispatchFields(const nlohmann::json& j, std::string_view abi) {
+  if (abi == kAbiDispatchV1) {
+    throw contractError(
+        "\"abi\": \"moe_dispatch_v1\" is the dispatch door's: this library is fuzzed as a "
+        "router (moe_route_v1 / moe_route_v2)");
+  }
+  if (j.contains("within_expert_order")) {
+    throw contractError("\"within_expert_order\" is a field of a moe_dispatch_v1 contract");
+  }
+  if (j.contains("shapes") && j["shapes"].is_object()) {
+    for (const char* key : {"block", "capacity"}) {
+      if (j["shapes"].contains(key)) {
+        throw contractError(
+            fmt::format("\"shapes.{}\" is a field of a moe_dispatch_v1 contract", key));
+      }
+    }
+  }
+}
+
 SupportedShapes parseShapes(const nlohmann::json& j) {
   if (!j.is_object()) throw contractError("\"shapes\" must be an object");
   rejectUnknownKeys(j, property("shapes"), "shapes.");
@@ -126,6 +149,8 @@ SupportedShapes parseShapes(const nlohmann::json& j) {
   s.experts = list("experts");
   s.k = list("k");
   s.tokens = list("tokens");
+  s.hidden = list("hidden");
+  s.intermediate = list("intermediate");
   if (j.contains("max_tokens")) {
     if (!j["max_tokens"].is_number_integer()) {
       throw contractError("\"shapes.max_tokens\" must be a whole number");
@@ -243,6 +268,47 @@ Families parseFamilies(const nlohmann::json& j) {
   return f;
 }
 
+// The fused layer's fields (moe_layer_v1 only).
+void parseLayerPromise(const nlohmann::json& j, Contract& c) {
+  for (const char* key : {"activation", "dtype", "accumulate", "budget_factor", "silu_ulp"}) {
+    if (j.contains(key) && !c.isLayer()) {
+      throw contractError(fmt::format("\"{}\" is for \"abi\": \"moe_layer_v1\" only", key));
+    }
+  }
+  if (j.contains("shapes") && !c.isLayer()) {
+    for (const char* key : {"hidden", "intermediate"}) {
+      if (j["shapes"].is_object() && j["shapes"].contains(key)) {
+        throw contractError(
+            fmt::format("\"shapes.{}\" is for \"abi\": \"moe_layer_v1\" only", key));
+      }
+    }
+  }
+  LayerPromise& l = c.layer;
+  if (j.contains("activation")) l.activation = enumValue(j["activation"], "activation");
+  if (j.contains("dtype")) {
+    if (!j["dtype"].is_array() || j["dtype"].empty()) {
+      throw contractError("\"dtype\" must be a non-empty array");
+    }
+    l.f32 = l.bf16 = false;
+    const auto& allowed = property("dtype").at("items").at("enum");
+    for (const auto& x : j["dtype"]) {
+      if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+        throw contractError(fmt::format("\"dtype\" holds {}, got {}", allowed.dump(), x.dump()));
+      }
+      (x == "bf16" ? l.bf16 : l.f32) = true;
+    }
+  }
+  if (j.contains("accumulate") && j["accumulate"] != property("accumulate").at("const")) {
+    throw contractError(fmt::format("\"accumulate\" must be {}, got {}",
+                                    property("accumulate").at("const").dump(),
+                                    j["accumulate"].dump()));
+  }
+  if (j.contains("budget_factor")) {
+    l.budgetFactor = boundedNumber(j["budget_factor"], "budget_factor");
+  }
+  if (j.contains("silu_ulp")) l.siluUlp = boundedNumber(j["silu_ulp"], "silu_ulp");
+}
+
 }  // namespace
 
 Families familiesOfRecipes(std::string_view names, std::string_view what) {
@@ -301,11 +367,23 @@ Contract parseContractJSON(const nlohmann::json& j) {
     throw contractError(fmt::format("\"compute\" must be {}, got {}",
                                     property("compute").at("const").dump(), j["compute"].dump()));
   }
+  // A contract written for a later schema may use a key of this one in another sense.
+  if (j.contains("schema_version") &&
+      j["schema_version"] != property("schema_version").at("const")) {
+    throw contractError(fmt::format(
+        "\"schema_version\" {} is not the contract schema this moe-oracle reads (version {}): "
+        "the contract was written for another moe-oracle",
+        j["schema_version"].dump(), property("schema_version").at("const").dump()));
+  }
   if (j.contains("abi")) c.abi = enumValue(j["abi"], "abi");
+  rejectDispatchFields(j, c.abi);
   if (j.contains("families")) {
-    if (!c.v2()) throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" only");
+    if (!c.v2() && !c.isLayer()) {
+      throw contractError("\"families\" is for \"abi\": \"moe_route_v2\" or \"moe_layer_v1\" only");
+    }
     c.families = parseFamilies(j["families"]);
   }
+  parseLayerPromise(j, c);
   if (j.contains("selects_on")) {
     c.selectsOn = enumValue(j["selects_on"], "selects_on") == "logits" ? SelectsOn::kLogits
                                                                        : SelectsOn::kProbabilities;
@@ -411,11 +489,16 @@ nlohmann::json contractJSON(const Contract& c) {
   j["gate_budget"] = {{"spec32_factor", c.gateBudget.spec32Factor}, {"ulp", c.gateBudget.ulp}};
   j["nonfinite_rows"] = c.nonfiniteRows;
   j["tie_order"] = tieOrderName(c.tieOrder);
-  if (c.v2()) {
-    nlohmann::json scores = nlohmann::json::array();
-    if (c.families.softmax) scores.push_back("softmax");
-    if (c.families.sigmoid) scores.push_back("sigmoid");
-    j["families"] = familiesJSON(c.families);
+  if (c.v2() || c.isLayer()) j["families"] = familiesJSON(c.families);
+  if (c.isLayer()) {
+    j["activation"] = c.layer.activation;
+    nlohmann::json dtypes = nlohmann::json::array();
+    if (c.layer.f32) dtypes.push_back("f32");
+    if (c.layer.bf16) dtypes.push_back("bf16");
+    j["dtype"] = dtypes;
+    j["accumulate"] = c.layer.accumulate;
+    j["budget_factor"] = c.layer.budgetFactor;
+    j["silu_ulp"] = c.layer.siluUlp;
   }
   if (!c.shapes.any()) {
     nlohmann::json s = nlohmann::json::object();
@@ -424,8 +507,118 @@ nlohmann::json contractJSON(const Contract& c) {
     if (!c.shapes.k.empty()) s["k"] = items(c.shapes.k);
     if (!c.shapes.tokens.empty()) s["tokens"] = items(c.shapes.tokens);
     if (c.shapes.maxTokens > 0) s["max_tokens"] = c.shapes.maxTokens;
+    if (!c.shapes.hidden.empty()) s["hidden"] = items(c.shapes.hidden);
+    if (!c.shapes.intermediate.empty()) s["intermediate"] = items(c.shapes.intermediate);
     j["shapes"] = s;
   }
+  return j;
+}
+
+}  // namespace moe::fuzz
+
+// ---- The dispatch door's contract (dispatch_contract.hpp): the same schema and readers. ----
+
+namespace moe::fuzz {
+
+namespace {
+
+// The keys each door reads: a key of the other door is refused by name, not ignored.
+constexpr std::string_view kRouteOnlyKeys[] = {"families",        "selects_on",     "slot_order",
+                                               "batch_invariant", "compute",        "exp_max_ulp",
+                                               "gate_budget",     "nonfinite_rows", "tie_order"};
+constexpr std::string_view kDispatchOnlyKeys[] = {"within_expert_order"};
+constexpr std::string_view kDispatchShapeKeys[] = {"tokens", "k", "experts", "block", "capacity"};
+
+void refuseKeys(const nlohmann::json& j, std::span<const std::string_view> keys,
+                std::string_view prefix, std::string_view door) {
+  for (std::string_view key : keys) {
+    if (j.contains(std::string(key))) {
+      throw contractError(
+          fmt::format("\"{}{}\" is not a field of a {} contract", prefix, key, door));
+    }
+  }
+}
+
+DispatchShapes parseDispatchShapes(const nlohmann::json& j) {
+  if (!j.is_object()) throw contractError("\"shapes\" must be an object");
+  rejectUnknownKeys(j, property("shapes"), "shapes.");
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(std::begin(kDispatchShapeKeys), std::end(kDispatchShapeKeys), key) ==
+        std::end(kDispatchShapeKeys)) {
+      throw contractError(fmt::format(
+          "\"shapes.{}\" is not a field of a moe_dispatch_v1 contract (it takes tokens, k, "
+          "experts, block, capacity)",
+          key));
+    }
+  }
+  DispatchShapes s;
+  auto list = [&](const char* key, IntSet& out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_array()) throw contractError(fmt::format("\"shapes.{}\" must be an array", key));
+    const std::string field = std::string("shapes.") + key;
+    const auto& item = property(field).at("items").at("anyOf").at(0);
+    out = rangeList(j[key], field, item.value("minimum", int64_t{0}), item.at("maximum"));
+  };
+  list("tokens", s.tokens);
+  list("k", s.k);
+  list("experts", s.experts);
+  list("block", s.block);
+  list("capacity", s.capacity);
+  return s;
+}
+
+nlohmann::json dispatchShapesJSON(const DispatchShapes& s) {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&](const char* key, const IntSet& set) {
+    if (!set.empty()) j[key] = rangeItems(set);
+  };
+  put("tokens", s.tokens);
+  put("k", s.k);
+  put("experts", s.experts);
+  put("block", s.block);
+  put("capacity", s.capacity);
+  return j;
+}
+
+}  // namespace
+
+const char* withinExpertOrderName(WithinExpertOrder o) {
+  return o == WithinExpertOrder::kAny ? "any" : "slot";
+}
+
+DispatchContract parseDispatchContract(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw contractError("not valid JSON");
+  return parseDispatchContractJSON(j);
+}
+
+DispatchContract parseDispatchContractJSON(const nlohmann::json& j) {
+  if (!j.is_object()) throw contractError("not a JSON object");
+  rejectUnknownKeys(j, schema(), "");
+  refuseKeys(j, kRouteOnlyKeys, "", kAbiDispatchV1);
+  if (j.contains("abi") && enumValue(j["abi"], "abi") != kAbiDispatchV1) {
+    throw contractError(
+        fmt::format("\"abi\" is {} in the contract of a moe_dispatch_v1 library", j["abi"].dump()));
+  }
+  DispatchContract c;
+  if (j.contains("name")) {
+    if (!j["name"].is_string()) throw contractError("\"name\" must be a string");
+    c.name = j["name"].get<std::string>();
+  }
+  if (j.contains("within_expert_order")) {
+    c.order = enumValue(j["within_expert_order"], "within_expert_order") == "any"
+                  ? WithinExpertOrder::kAny
+                  : WithinExpertOrder::kSlot;
+  }
+  if (j.contains("shapes")) c.shapes = parseDispatchShapes(j["shapes"]);
+  return c;
+}
+
+nlohmann::json dispatchContractJSON(const DispatchContract& c) {
+  nlohmann::json j = {{"abi", std::string(kAbiDispatchV1)},
+                      {"name", c.name},
+                      {"within_expert_order", withinExpertOrderName(c.order)}};
+  if (!c.shapes.any()) j["shapes"] = dispatchShapesJSON(c.shapes);
   return j;
 }
 

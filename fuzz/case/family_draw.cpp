@@ -132,12 +132,12 @@ void reshape(ByteSource& src, Case& c, int32_t experts, int32_t k, const ShapeSp
 constexpr float kScales[] = {1.0f, 1.0f, 1.0f,        2.5f,  16.0f,   2.827f,
                              0.3f, 1.7f, 7.0f / 3.0f, 1e-3f, 123.45f, -2.5f};
 
-// The bias: small (DeepSeek's e_score_correction_bias is ~1e-3 to 1e-1), large enough to
-// overturn the score order, constant (a shift changes nothing kept), exact zeros, or
-// copies (ties between keys).
-std::vector<float> drawBias(ByteSource& src, int32_t E) {
+// The bias: small (DeepSeek's e_score_correction_bias is ~1e-3 to 1e-1; always so for a
+// case with model-like logits), large enough to overturn the score order, constant (a shift
+// changes nothing kept), exact zeros, or copies (ties between keys).
+std::vector<float> drawBias(ByteSource& src, int32_t E, bool modelLike) {
   std::vector<float> b(static_cast<size_t>(E));
-  const uint8_t mode = src.u8() % 6;
+  const uint8_t mode = modelLike ? 0 : src.u8() % 6;
   const float constant = uniform(src, -1.0f, 1.0f);
   for (int32_t e = 0; e < E; ++e) {
     float v = 0;
@@ -302,10 +302,10 @@ Case recipeCase(ByteSource& src, Case c, const Recipe& r, const RecipeShape& sha
                 const ShapeSpace& space) {
   reshape(src, c, shape.experts, shape.k, space);
   Family f = recipeFamily(r);
-  if (r.bias) f.bias = drawBias(src, c.experts);
+  if (r.bias) f.bias = drawBias(src, c.experts, c.modelLike);
   ShapeSpace atShape = space;  // the structures keep the recipe's k
   atShape.k = IntSet::range(shape.k, shape.k);
-  if (src.u8() < 128) addStructure(src, c, f, atShape);
+  if (src.u8() < (c.modelLike ? 64 : 128)) addStructure(src, c, f, atShape);
   c.family = std::move(f);
   return c;
 }
@@ -386,8 +386,9 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
   if (fam.restrictsGroups()) drawn.experts = expertsForGroups(space, fam);
   Case c = drawCase(src, drawn);
   const uint8_t mode = src.u8();
-  // 1 case in 8 at a model's recipe (when the space and the contract allow one).
-  if (mode < 32) {
+  // At a model's recipe: 1 case in 8, and half of those with model-like logits (when the
+  // space and the contract allow one).
+  if (mode < 32 || (c.modelLike && mode < 128)) {
     const auto fits = fittingRecipes(space, fam);
     if (!fits.empty()) {
       const auto& [r, shape] = pickOf(src, fits);
@@ -397,7 +398,7 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
   const int32_t E = c.experts;
   Family f;
   f.score = fam.softmax && fam.sigmoid ? (src.u8() & 1) : (fam.sigmoid ? 1 : 0);
-  if (fam.biasRequired || (fam.bias && src.u8() < 160)) f.bias = drawBias(src, E);
+  if (fam.biasRequired || (fam.bias && src.u8() < 160)) f.bias = drawBias(src, E, c.modelLike);
   if (fam.restrictsGroups()) {
     // Only what the contract lists (E was drawn among the experts that take some of it).
     const std::vector<int32_t> choices = groupChoices(fam, E);
@@ -428,7 +429,9 @@ Case drawFamilyCase(ByteSource& src, const ShapeSpace& space, const Families& fa
     makeInvalid(src, c, *c.family);
     return c;
   }
-  addStructure(src, c, *c.family, space);
+  // Model-like logits are mostly left as a model would give them (they bring their own
+  // planted ties); the adversarial ones always get a structure.
+  if (!c.modelLike || src.u8() < 64) addStructure(src, c, *c.family, space);
   return c;
 }
 

@@ -98,6 +98,14 @@ IntSet IntSet::clamp(int64_t lo, int64_t hi) const {
   return s;
 }
 
+IntSet IntSet::intersect(const IntSet& other) const {
+  IntSet s;
+  for (const IntRange& r : ranges_) {
+    for (const IntRange& o : other.ranges_) s.add(std::max(r.lo, o.lo), std::min(r.hi, o.hi));
+  }
+  return s;
+}
+
 std::string IntSet::text() const {
   std::string out;
   for (const IntRange& r : ranges_) {

@@ -9,7 +9,7 @@ namespace {
 
 // The one name table. The spellings are an interface (scripts grep signatures): never
 // rename one.
-constexpr std::array<std::pair<ViolationKind, std::string_view>, 26> kNames = {{
+constexpr std::array<std::pair<ViolationKind, std::string_view>, 37> kNames = {{
     {ViolationKind::kNone, "none"},
     {ViolationKind::kIdOutOfRange, "id-out-of-range"},
     {ViolationKind::kIdRepeated, "id-repeated"},
@@ -36,6 +36,17 @@ constexpr std::array<std::pair<ViolationKind, std::string_view>, 26> kNames = {{
     {ViolationKind::kBadParamsAccepted, "bad-params-accepted"},
     {ViolationKind::kBadParamsWritten, "bad-params-written"},
     {ViolationKind::kBadParamsWrongStatus, "bad-params-wrong-status"},
+    {ViolationKind::kExpertOutput, "expert-output"},
+    {ViolationKind::kCombineGate, "combine-gate"},
+    {ViolationKind::kMissingExpert, "missing-expert"},
+    {ViolationKind::kExtraExpert, "extra-expert"},
+    {ViolationKind::kLayerNonfinite, "layer-nonfinite"},
+    {ViolationKind::kDroppedSlot, "dropped-slot"},
+    {ViolationKind::kDuplicatedSlot, "duplicated-slot"},
+    {ViolationKind::kWrongExpert, "wrong-expert"},
+    {ViolationKind::kBadPadding, "bad-padding"},
+    {ViolationKind::kCapacityOrder, "capacity-order"},
+    {ViolationKind::kRowsCount, "rows-count"},
 }};
 
 }  // namespace

@@ -18,6 +18,8 @@
 #include <memory>
 #include <random>
 
+#include "dispatch_command.hpp"
+#include "layer_command.hpp"
 #include "moe/fuzz/campaign.hpp"
 #include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
@@ -110,8 +112,11 @@ struct RunFlags {
     cmd->add_option("--abi", abi,
                     "the entry point to fuzz: moe_route_v1 or moe_route_v2 (default: a library's "
                     "moe_route_v2 when it exports one, else moe_route_v1; built-in routers and "
-                    "spec32: moe_route_v1)")
-        ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2)}));
+                    "spec32: moe_route_v1), or moe_dispatch_v1 (default for a library that "
+                    "exports it and no router), or moe_layer_v1 (default for a library that "
+                    "exports it and no other door)")
+        ->check(CLI::IsMember({std::string(kAbiV1), std::string(kAbiV2),
+                               std::string(kAbiDispatchV1), std::string(kAbiLayerV1)}));
   }
   RouterOptions options() const {
     RouterOptions o;
@@ -121,7 +126,18 @@ struct RunFlags {
     o.stop = &gStopSignal;
     return o;
   }
+  DoorOptions doorOptions() const {
+    DoorOptions o;
+    o.inProcess = inProcess;
+    o.callTimeout = callTimeout;
+    o.stop = &gStopSignal;
+    return o;
+  }
+  bool dispatchDoor(const std::string& impl) const { return usesDispatchDoor(impl, abi); }
+  bool layerDoor(const std::string& impl) const { return usesLayerDoor(impl, abi); }
 };
+
+bool prepareOut(const std::string& out);
 
 struct FuzzFlags {
   std::string impl, out = "moe-oracle-out";
@@ -129,8 +145,70 @@ struct FuzzFlags {
   uint64_t seed = 0, minTokens = 1000;
   bool json = false, keepGoing = false;
   std::string experts, k, tokens, family;
+  std::string block, capacity;       // the dispatch door's
+  std::string hidden, intermediate;  // the layer door's
+  int jobs = 0;                      // 0: the cores the process may use
   CLI::Option* seedOption = nullptr;
 };
+
+// `moe-oracle fuzz` through the dispatch door (dispatch_command.cpp).
+int runFuzzDispatch(const FuzzFlags& f, const RunFlags& running) {
+  if (!f.family.empty()) {
+    std::fprintf(stderr, "moe-oracle fuzz: --family is for routers (moe_route_v2), not %s\n",
+                 std::string(kAbiDispatchV1).c_str());
+    return 2;
+  }
+  if (!prepareOut(f.out)) return 2;
+  DispatchFuzzArgs a;
+  a.impl = f.impl;
+  a.out = f.out;
+  a.seconds = f.seconds;
+  a.shrinkSeconds = f.shrinkSeconds;
+  a.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
+  a.minTokens = f.minTokens;
+  a.json = f.json;
+  a.keepGoing = f.keepGoing;
+  a.tokens = f.tokens;
+  a.k = f.k;
+  a.experts = f.experts;
+  a.block = f.block;
+  a.capacity = f.capacity;
+  a.door = running.doorOptions();
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  return runDispatchFuzz(a);
+}
+
+// `moe-oracle fuzz` through the layer door (layer_command.cpp).
+int runFuzzLayer(const FuzzFlags& f, const RunFlags& running) {
+  if (!f.block.empty() || !f.capacity.empty()) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
+                 "(moe_dispatch_v1), not %s\n",
+                 std::string(kAbiLayerV1).c_str());
+    return 2;
+  }
+  if (!prepareOut(f.out)) return 2;
+  LayerFuzzArgs a;
+  a.impl = f.impl;
+  a.out = f.out;
+  a.seconds = f.seconds;
+  a.shrinkSeconds = f.shrinkSeconds;
+  a.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
+  a.minTokens = f.minTokens;
+  a.json = f.json;
+  a.keepGoing = f.keepGoing;
+  a.tokens = f.tokens;
+  a.k = f.k;
+  a.experts = f.experts;
+  a.hidden = f.hidden;
+  a.intermediate = f.intermediate;
+  a.family = f.family;
+  a.door = running.doorOptions();
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  return runLayerFuzz(a);
+}
 
 std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
                                   const RouterOptions& options) {
@@ -155,6 +233,20 @@ bool prepareOut(const std::string& out) {
 }
 
 int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const VerdictConfig& config) {
+  if (!f.block.empty() || !f.capacity.empty()) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --block and --capacity are for a dispatch kernel "
+                 "(moe_dispatch_v1); %s is fuzzed as a router\n",
+                 f.impl.c_str());
+    return 2;
+  }
+  if (!f.hidden.empty() || !f.intermediate.empty()) {
+    std::fprintf(stderr,
+                 "moe-oracle fuzz: --hidden and --intermediate are for a fused layer "
+                 "(moe_layer_v1); %s is fuzzed as a router\n",
+                 f.impl.c_str());
+    return 2;
+  }
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
   std::unique_ptr<Router> router = openOrSay(f.impl, "fuzz", routerOptions);
@@ -183,6 +275,7 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
   options.seed = f.seedOption->count() > 0 ? f.seed : std::random_device{}();
   options.outDir = f.out;
   options.config = config;
+  options.config.jobs = f.jobs > 0 ? f.jobs : availableCores();
   options.keepGoing = f.keepGoing;
   options.shrinkSeconds = f.shrinkSeconds;
   options.minTokens = f.minTokens;
@@ -209,9 +302,18 @@ int runFuzz(const FuzzFlags& f, const RouterOptions& routerOptions, const Verdic
 }
 
 int runReplay(const std::vector<std::string>& files, const std::string& impl, bool json,
-              const RouterOptions& routerOptions, const VerdictConfig& config) {
+              const RunFlags& running, const VerdictConfig& config) {
+  const RouterOptions routerOptions = running.options();
   std::unique_ptr<Router> router;
-  if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions))) return 2;
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<LayerKernel> layer;
+  if (!impl.empty() && running.layerDoor(impl)) {
+    if (!(layer = openLayerOrSay(impl, "replay", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && running.dispatchDoor(impl)) {
+    if (!(dispatcher = openDispatcherOrSay(impl, "replay", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && !(router = openOrSay(impl, "replay", routerOptions))) {
+    return 2;
+  }
   // Exit 2 when any file or test cannot be read (bad input) or nothing could be run, else 1
   // when a test fails.
   int totalFailed = 0, totalPassed = 0, totalSkipped = 0, unreadable = 0;
@@ -219,7 +321,9 @@ int runReplay(const std::vector<std::string>& files, const std::string& impl, bo
   for (const auto& path : files) {
     try {
       nlohmann::json file = loadVectorFile(path);
-      ReplaySummary s = replayVectors(file, router.get(), config);
+      ReplaySummary s = isLayerVectorFile(file)      ? replayLayerVectors(file, layer.get())
+                        : isDispatchVectorFile(file) ? replayDispatchVectors(file, dispatcher.get())
+                                                     : replayVectors(file, router.get(), config);
       for (const auto& line : s.lines) std::fprintf(stderr, "%s: %s\n", path.c_str(), line.c_str());
       std::fprintf(stderr, "%s: %d passed, %d failed, %d skipped\n", path.c_str(), s.passed,
                    s.failed, s.skipped);
@@ -277,13 +381,25 @@ int runSnippet(const std::string& path, const std::string& language, bool withIm
 }
 
 int runExplain(const std::string& path, const std::string& impl, const std::string& language,
-               const RouterOptions& routerOptions, const VerdictConfig& config) {
+               const RunFlags& running, const VerdictConfig& config) {
   if (language != "text") return runSnippet(path, language, !impl.empty());
   std::unique_ptr<Router> router;
-  if (!impl.empty() && !(router = openOrSay(impl, "explain", routerOptions))) return 2;
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<LayerKernel> layer;
+  if (!impl.empty() && running.layerDoor(impl)) {
+    if (!(layer = openLayerOrSay(impl, "explain", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && running.dispatchDoor(impl)) {
+    if (!(dispatcher = openDispatcherOrSay(impl, "explain", running.doorOptions()))) return 2;
+  } else if (!impl.empty() && !(router = openOrSay(impl, "explain", running.options()))) {
+    return 2;
+  }
   try {
     int unexplained = 0;
-    std::cout << explainVectors(loadVectorFile(path), router.get(), config, &unexplained);
+    const nlohmann::json file = loadVectorFile(path);
+    std::cout << (isLayerVectorFile(file) ? explainLayerVectors(file, layer.get(), &unexplained)
+                  : isDispatchVectorFile(file)
+                      ? explainDispatchVectors(file, dispatcher.get(), &unexplained)
+                      : explainVectors(file, router.get(), config, &unexplained));
     if (unexplained > 0) {
       std::fprintf(stderr, "moe-oracle explain: %s: %d test(s) could not be read\n", path.c_str(),
                    unexplained);
@@ -333,6 +449,19 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
   fuzz->add_option("--tokens", f.tokens,
                    "batch sizes to draw: values and ranges, e.g. 1-65536 (default 0-65536, "
                    "mostly small)");
+  fuzz->add_option("--block", f.block,
+                   "moe_dispatch_v1: blocks to draw, values and ranges (default 1-256, or the "
+                   "contract's shapes)");
+  fuzz->add_option("--capacity", f.capacity,
+                   "moe_dispatch_v1: capacities to draw, values and ranges, -1 for no limit "
+                   "(default: -1 and values around the experts' loads)");
+  fuzz->add_option("--hidden", f.hidden,
+                   "moe_layer_v1: hidden sizes H to draw, values and ranges (default: real "
+                   "models' H, a multiple of 64 and one off it, and small H; or the contract's "
+                   "shapes)");
+  fuzz->add_option("--intermediate", f.intermediate,
+                   "moe_layer_v1: expert intermediate sizes I to draw, values and ranges "
+                   "(default: real models' I and small I; or the contract's shapes)");
   fuzz->add_option("--family", f.family,
                    "moe_route_v2: the model recipes the kernel implements, e.g. deepseek-v3 or "
                    "llama4,mixtral (each fixes every family field and the shapes E, k; "
@@ -343,6 +472,10 @@ void addFuzz(CLI::App& app, FuzzFlags& f) {
   fuzz->add_option("--min-tokens", f.minTokens,
                    "fewer tokens judged than this is insufficient coverage, exit 3 (default "
                    "1000)");
+  fuzz->add_option("--jobs", f.jobs,
+                   "threads that judge the tokens of a case (default: the cores this process "
+                   "may use); the results are the same for any number")
+      ->check(CLI::Range(1, 1024));
 }
 
 int runMain(int argc, char** argv) {
@@ -434,9 +567,20 @@ int runMain(int argc, char** argv) {
     std::fprintf(stderr, "moe-oracle: %s\n", e.what());
     return 2;
   }
-  if (*app.get_subcommand("fuzz")) return runFuzz(f, running.options(), config);
-  if (*replay) return runReplay(files, replayImpl, replayJson, running.options(), config);
-  if (*explain) return runExplain(explainFile, explainImpl, explainAs, running.options(), config);
+  for (const std::string* impl : {&f.impl, &replayImpl, &explainImpl}) {
+    if (impl->empty()) continue;
+    if (const std::string why = layerDoorAmbiguity(*impl, running.abi); !why.empty()) {
+      std::fprintf(stderr, "moe-oracle: %s\n", why.c_str());
+      return 2;
+    }
+  }
+  if (*app.get_subcommand("fuzz")) {
+    if (running.layerDoor(f.impl)) return runFuzzLayer(f, running);
+    if (running.dispatchDoor(f.impl)) return runFuzzDispatch(f, running);
+    return runFuzz(f, running.options(), config);
+  }
+  if (*replay) return runReplay(files, replayImpl, replayJson, running, config);
+  if (*explain) return runExplain(explainFile, explainImpl, explainAs, running, config);
   return 2;
 }
 

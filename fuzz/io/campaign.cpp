@@ -261,12 +261,18 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
     const auto judged = static_cast<int32_t>(r.tokens.size());
     s.tokens += static_cast<uint64_t>(judged);
     s.coverage.add(c.experts, c.k, c.tokens, judged);
+    s.coverage.shares.add(c, r.tokens);
     if (c.family) {
       const std::string_view recipe = recipeOf(c);
       s.coverage.recipes[recipe.empty() ? "none" : std::string(recipe)] +=
           static_cast<uint64_t>(judged);
     }
-    for (const Verdict& v : r.tokens) {
+    s.exact += r.tokens.plainExact();
+    s.acceptable += r.tokens.plainNonrealRows();
+    if (r.tokens.plainNonrealRows() > 0) {
+      s.acceptableReasons["nonreal-row"] += r.tokens.plainNonrealRows();
+    }
+    for (const Verdict& v : r.tokens.whole()) {
       if (v.outcome == Outcome::kExact) ++s.exact;
       if (v.outcome == Outcome::kAcceptable) {
         ++s.acceptable;
@@ -312,7 +318,8 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
   j["acceptable_reasons"] = nlohmann::json::object();
   for (const auto& [reason, n] : s.acceptableReasons) j["acceptable_reasons"][reason] = n;
   const LevelCounters& l = s.levels;
-  j["levels"] = {{"selection_float", l.selectionFloat},
+  j["levels"] = {{"first_level", l.firstLevel},
+                 {"selection_float", l.selectionFloat},
                  {"selection_double", l.selectionDouble},
                  {"selection_certified", l.selectionCertified},
                  {"selection_undecided", l.selectionUndecided},
@@ -324,6 +331,9 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                    {"tokens", cov.tokens},      {"k_vs_experts", cov.kVsExperts},
                    {"abstained", s.abstained},  {"abstain_reasons", cov.abstainReasons},
                    {"min_tokens", s.minTokens}, {"insufficient", s.insufficientCoverage()}};
+  j["coverage"]["shares"] = sharesJSON(cov.shares);
+  j["coverage"]["share_tokens"] = shareTokensJSON(cov.shares);
+  j["coverage"]["degenerate_cases"] = cov.shares.degenerateCases;
   if (s.verdictConfig.is_object() && s.verdictConfig.value("abi", "") == kAbiV2) {
     j["coverage"]["recipes"] =
         cov.recipes.empty() ? nlohmann::json::object() : nlohmann::json(cov.recipes);
@@ -368,15 +378,16 @@ std::string summaryText(const CampaignSummary& s) {
       "moe-oracle fuzz {}: seed {}, {:.1f} s, {} cases ({} tokens, {} abstained), {:.0f} cases/s\n"
       "verdicts (tokens judged): exact {}, acceptable {}{}, violation {} (cases with a "
       "violation: {})\n"
-      "decided at: selection float {} / double {} / certified {} / undecided {}; gates double "
-      "{} / certified {} / undecided {}\n"
+      "decided at: first level {} tokens; the rest: selection float {} / double {} / certified "
+      "{} / undecided {}; gates double {} / certified {} / undecided {}\n"
       "coverage (tokens judged): E{}; k{}; T{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.tokens, s.abstained, s.casesPerSecond(), s.exact,
       s.acceptable, reasons.empty() ? "" : " (" + reasons.substr(1) + ")", s.violation,
-      s.violationCases, l.selectionFloat, l.selectionDouble, l.selectionCertified,
+      s.violationCases, l.firstLevel, l.selectionFloat, l.selectionDouble, l.selectionCertified,
       l.selectionUndecided, l.gateDouble, l.gateCertified, l.gateUndecided,
       bandText(kExpertBands, cov.experts), bandText(kKBands, cov.k),
       bandText(kTokenBands, cov.tokens));
+  out += fmt::format("shares of tokens judged: {}\n", sharesText(cov.shares));
   if (!cov.recipes.empty()) {
     std::string recipes;
     for (const auto& [name, n] : cov.recipes) recipes += fmt::format(" {}:{}", name, n);

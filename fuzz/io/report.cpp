@@ -10,6 +10,7 @@
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/token_text.hpp"
+#include "moe/fuzz/vectors.hpp"
 
 namespace moe::fuzz {
 
@@ -194,6 +195,7 @@ nlohmann::json reproducerFile(const Router& router, const Case& c, const CaseRes
   nlohmann::json file;
   file["algorithm"] = "moe-topk-routing";
   file["schema"] = "moe_vectors_v1.schema.json";
+  file["formatVersion"] = kVectorFormatVersion;
   file["generatorVersion"] = std::string("moe-oracle ") + MOE_ORACLE_VERSION;
   file["provenance"] = provenance;
   file["header"] = {"A violation found by moe-oracle fuzz; replay with `moe-oracle replay`."};

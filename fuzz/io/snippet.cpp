@@ -14,6 +14,8 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/dispatch_campaign.hpp"
+#include "moe/fuzz/dispatch_snippet.hpp"
 #include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/report.hpp"
@@ -567,6 +569,7 @@ std::string reproducerSnippet(const nlohmann::json& file, std::string_view langu
         fmt::format("snippet language {}: python or c", std::string(language)));
   }
   checkVectorLayout(file);
+  if (isDispatchVectorFile(file)) return dispatchSnippet(file, language);
   std::vector<Finding> findings;
   for (const auto& g : file["testGroups"]) {
     if (g["type"] != "RouterReproducer") continue;

@@ -25,8 +25,28 @@ nlohmann::json loadVectorFile(const std::string& path) {
   return j;
 }
 
+namespace {
+
+void checkFormatVersion(const nlohmann::json& file) {
+  if (!file.contains("formatVersion")) return;  // written before the field: version 1
+  const auto& v = file["formatVersion"];
+  if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+    throw std::invalid_argument(fmt::format(
+        "vector file: \"formatVersion\" must be a whole number >= 1, got {}", v.dump()));
+  }
+  if (v.get<int64_t>() > kVectorFormatVersion) {
+    throw std::invalid_argument(
+        fmt::format("vector file: format version {} is newer than this moe-oracle reads (up to "
+                    "{}): it was written by a later moe-oracle; replay it with that version",
+                    v.get<int64_t>(), kVectorFormatVersion));
+  }
+}
+
+}  // namespace
+
 void checkVectorLayout(const nlohmann::json& file) {
   if (!file.is_object()) throw std::invalid_argument("vector file: top level is not an object");
+  checkFormatVersion(file);
   if (!file.contains("testGroups") || !file["testGroups"].is_array()) {
     throw std::invalid_argument("vector file: no \"testGroups\" array");
   }

@@ -35,7 +35,8 @@ constexpr std::array<const char*, kVerdictSignalCount> kSignalNames = {"selectio
                                                                        "margin>7/8",
                                                                        "near-tie-keys",
                                                                        "near-tie-groups",
-                                                                       "tiny-scores"};
+                                                                       "tiny-scores",
+                                                                       "first_level"};
 
 struct Tally {
   std::array<uint64_t, kVerdictSignalCount> execs{};
@@ -73,6 +74,7 @@ uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
   auto rose = [&](uint64_t LevelCounters::*level, VerdictSignal signal) {
     if (after.*level > before.*level) s |= bit(signal);
   };
+  rose(&LevelCounters::firstLevel, VerdictSignal::kFirstLevel);
   rose(&LevelCounters::selectionFloat, VerdictSignal::kSelectionFloat);
   rose(&LevelCounters::selectionDouble, VerdictSignal::kSelectionDouble);
   rose(&LevelCounters::selectionCertified, VerdictSignal::kSelectionCertified);
@@ -81,7 +83,9 @@ uint32_t verdictSignals(const LevelCounters& before, const LevelCounters& after,
   rose(&LevelCounters::gateCertified, VerdictSignal::kGateCertified);
   rose(&LevelCounters::gateUndecided, VerdictSignal::kGateUndecided);
   if (result.abstained) s |= bit(VerdictSignal::kAbstained);
-  for (const Verdict& v : result.tokens) {
+  if (result.tokens.plainExact() > 0) s |= bit(VerdictSignal::kExactToken);
+  if (result.tokens.plainNonrealRows() > 0) s |= bit(VerdictSignal::kNonrealRow);
+  for (const Verdict& v : result.tokens.whole()) {
     if (v.outcome == Outcome::kExact) s |= bit(VerdictSignal::kExactToken);
     if (v.outcome != Outcome::kAcceptable) continue;
     if (v.reason == "near-tie-probabilities") s |= bit(VerdictSignal::kNearTieProbabilities);

@@ -2,9 +2,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <optional>
+#include <vector>
 
+#include "judge_pool.hpp"
+#include "moe/fuzz/first_level.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
 
@@ -34,11 +39,63 @@ void causeNotConfirmed(Verdict& v, std::string_view why) {
 }
 
 Outcome CaseResult::worst() const {
-  Outcome w = Outcome::kExact;
-  for (const Verdict& v : tokens) w = std::max(w, v.outcome);
+  Outcome w = tokens.plainNonrealRows() > 0 ? Outcome::kAcceptable : Outcome::kExact;
+  for (const Verdict& v : tokens.whole()) w = std::max(w, v.outcome);
   if (violation) w = Outcome::kViolation;
   return w;
 }
+
+namespace {
+
+// Token t of the case: the first level, and the ladder when it does not decide; the verdict
+// is appended to `out`. True when it is a violation.
+bool judgeOne(const Case& c, int32_t t, const Family* family, std::span<const int32_t> ids,
+              std::span<const float> gates, const Contract& contract, const VerdictConfig& config,
+              LevelCounters& levels, TokenVerdicts& out) {
+  const size_t k = static_cast<size_t>(c.k);
+  const auto tokenIds = ids.subspan(t * k, k);
+  const auto tokenGates = gates.subspan(t * k, k);
+  if (config.firstLevel) {
+    const first::Decided d =
+        family ? first::decideFamilyToken(c.row(t), *family, c.k, tokenIds, tokenGates, contract,
+                                          config)
+               : first::decideToken(c.row(t), c.k, tokenIds, tokenGates, contract, config);
+    if (d != first::Decided::kNo) {
+      ++levels.firstLevel;
+      if (d == first::Decided::kExact) {
+        out.pushExact();
+      } else {
+        out.pushNonrealRow();
+      }
+      return false;
+    }
+  }
+  Verdict v = family ? judgeFamilyToken(c.row(t), *family, c.k, tokenIds, tokenGates, contract,
+                                        config, levels)
+                     : judgeToken(c.row(t), c.k, tokenIds, tokenGates, contract, config, levels);
+  v.token = t;
+  const bool violating = v.outcome == Outcome::kViolation;
+  out.push_back(std::move(v));
+  return violating;
+}
+
+void addLevels(LevelCounters& to, const LevelCounters& from) {
+  to.firstLevel += from.firstLevel;
+  to.selectionFloat += from.selectionFloat;
+  to.selectionDouble += from.selectionDouble;
+  to.selectionCertified += from.selectionCertified;
+  to.selectionUndecided += from.selectionUndecided;
+  to.gateDouble += from.gateDouble;
+  to.gateCertified += from.gateCertified;
+  to.gateUndecided += from.gateUndecided;
+}
+
+// Tokens per chunk of a case judged on several threads: chunks are judged in any order,
+// each up to its first violation, and joined in token order up to the first violation, so
+// that verdicts and counters are those of one thread.
+constexpr int32_t kChunkTokens = 64;
+
+}  // namespace
 
 CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<const float> gates,
                          const Contract& contract, const VerdictConfig& config,
@@ -46,20 +103,53 @@ CaseResult judgeRecorded(const Case& c, std::span<const int32_t> ids, std::span<
   CaseResult r;
   r.output.ids.assign(ids.begin(), ids.end());
   r.output.gates.assign(gates.begin(), gates.end());
-  const size_t k = static_cast<size_t>(c.k);
-  r.tokens.reserve(static_cast<size_t>(c.tokens));
   // A v1 case judged for a v2 router: the family v1's probabilities mode is (Router::route).
   const Family mixtral;
   const Family* family = c.family ? &*c.family : contract.v2() ? &mixtral : nullptr;
-  for (int32_t t = 0; t < c.tokens; ++t) {
-    Verdict v = family ? judgeFamilyToken(c.row(t), *family, c.k, ids.subspan(t * k, k),
-                                          gates.subspan(t * k, k), contract, config, levels)
-                       : judgeToken(c.row(t), c.k, ids.subspan(t * k, k), gates.subspan(t * k, k),
-                                    contract, config, levels);
-    v.token = t;
-    r.tokens.push_back(v);
-    if (v.outcome == Outcome::kViolation) {
-      r.violation = v;
+  if (config.jobs <= 1) {
+    // One thread: straight into the result, up to the first violation.
+    r.tokens.reserve(static_cast<size_t>(c.tokens));
+    for (int32_t t = 0; t < c.tokens; ++t) {
+      if (judgeOne(c, t, family, ids, gates, contract, config, levels, r.tokens)) {
+        r.violation = r.tokens.back();
+        break;
+      }
+    }
+    return r;
+  }
+  const auto chunks = static_cast<size_t>((c.tokens + kChunkTokens - 1) / kChunkTokens);
+  std::vector<TokenVerdicts> judged;
+  judged.reserve(chunks);
+  for (size_t ch = 0; ch < chunks; ++ch) judged.emplace_back(ch * kChunkTokens);
+  std::vector<LevelCounters> counted(chunks);
+  std::vector<uint8_t> violating(chunks, 0);
+  std::atomic<size_t> firstViolating{chunks};
+  std::vector<std::exception_ptr> failed(chunks);
+  runChunks(config.jobs, chunks, [&](size_t ch) {
+    if (ch > firstViolating.load()) return;  // past a violation: never joined
+    const auto begin = static_cast<int32_t>(ch) * kChunkTokens;
+    const int32_t end = std::min(c.tokens, begin + kChunkTokens);
+    try {
+      for (int32_t t = begin; t < end; ++t) {
+        if (judgeOne(c, t, family, ids, gates, contract, config, counted[ch], judged[ch])) {
+          violating[ch] = 1;
+          size_t seen = firstViolating.load();
+          while (ch < seen && !firstViolating.compare_exchange_weak(seen, ch)) {
+          }
+          break;
+        }
+      }
+    } catch (...) {
+      failed[ch] = std::current_exception();
+    }
+  });
+  r.tokens.reserve(static_cast<size_t>(c.tokens));
+  for (size_t ch = 0; ch < chunks; ++ch) {
+    if (failed[ch]) std::rethrow_exception(failed[ch]);
+    addLevels(levels, counted[ch]);
+    r.tokens.append(std::move(judged[ch]));
+    if (violating[ch]) {
+      r.violation = r.tokens.back();
       break;
     }
   }

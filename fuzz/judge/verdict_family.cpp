@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -119,10 +120,10 @@ FamilyRow evaluate(std::span<const float> x, const Family& f, double cUlp) {
 
 // Widen a binary64 result by one ulp each way (one rounding to nearest).
 double down(double v) {
-  return std::nextafter(v, -kInf);
+  return nextDown64(v);
 }
 double up(double v) {
-  return std::nextafter(v, kInf);
+  return nextUp64(v);
 }
 
 // A quantity and its budget, enclosed: L = value - budget in [lLo, lHi] and
@@ -151,9 +152,20 @@ Groups groupsOf(const FamilyRow& r, const Family& f, int32_t E) {
   const bool top2 = f.groupScore == 1 && g.size >= 2;
   const int m = top2 ? 2 : 1;
   for (int32_t h = 0; h < g.G; ++h) {
-    std::vector<int32_t> mem(static_cast<size_t>(g.size));
-    for (int32_t i = 0; i < g.size; ++i) mem[static_cast<size_t>(i)] = h * g.size + i;
-    std::stable_sort(mem.begin(), mem.end(), [&](int32_t a, int32_t b) { return r.c[a] > r.c[b]; });
+    // The group's first m + 1 members by key, as a stable sort by key (descending) orders
+    // them: an expert goes before the first one it beats strictly, so equal keys keep index
+    // order. Only these are read below.
+    std::array<int32_t, 3> mem{};
+    int32_t held = 0;
+    const int32_t wanted = std::min(g.size, m + 1);
+    for (int32_t i = h * g.size; i < (h + 1) * g.size; ++i) {
+      int32_t at = held;
+      while (at > 0 && r.c[i] > r.c[mem[at - 1]]) --at;
+      if (at >= wanted) continue;
+      for (int32_t q = std::min(held, wanted - 1); q > at; --q) mem[q] = mem[q - 1];
+      mem[at] = i;
+      held = std::min(held + 1, wanted);
+    }
     double s = 0, err = 0;
     std::vector<uint64_t> form;
     for (int i = 0; i < m; ++i) {
@@ -185,12 +197,23 @@ void groupBudget(const Family& f, int32_t h, int32_t size, std::span<const doubl
                  std::span<const double> betaHi, double scoreLo, double scoreHi, double& gLo,
                  double& gHi) {
   const bool top2 = f.groupScore == 1 && size >= 2;
-  std::vector<double> lo(betaLo.begin() + h * size, betaLo.begin() + (h + 1) * size);
-  std::vector<double> hi(betaHi.begin() + h * size, betaHi.begin() + (h + 1) * size);
-  std::sort(lo.rbegin(), lo.rend());
-  std::sort(hi.rbegin(), hi.rend());
-  gLo = lo[0] + (top2 ? lo[1] : 0.0);
-  gHi = hi[0] + (top2 ? hi[1] : 0.0);
+  // The largest and second largest of the group's budgets (equal values count twice).
+  auto twoLargest = [&](std::span<const double> v, double& first, double& second) {
+    first = second = -kInf;
+    for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+      if (v[i] > first) {
+        second = first;
+        first = v[i];
+      } else if (v[i] > second) {
+        second = v[i];
+      }
+    }
+  };
+  double lo0, lo1, hi0, hi1;
+  twoLargest(betaLo, lo0, lo1);
+  twoLargest(betaHi, hi0, hi1);
+  gLo = lo0 + (top2 ? lo1 : 0.0);
+  gHi = hi0 + (top2 ? hi1 : 0.0);
   if (top2) {
     const double aLo =
         scoreLo <= 0 && scoreHi >= 0 ? 0.0 : std::min(std::fabs(scoreLo), std::fabs(scoreHi));

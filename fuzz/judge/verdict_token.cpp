@@ -72,10 +72,10 @@ constexpr double kAbsNormal = 0x1p-1022;
 // Widen a binary64 result by one ulp each way: sums and differences below are rounded to
 // nearest once, so the true value lies within one ulp.
 double down(double v) {
-  return std::nextafter(v, -std::numeric_limits<double>::infinity());
+  return nextDown64(v);
 }
 double up(double v) {
-  return std::nextafter(v, std::numeric_limits<double>::infinity());
+  return nextUp64(v);
 }
 
 // The row's maximum as softmaxVecSpec takes it (Lean's left fold of max seeded with x0, so

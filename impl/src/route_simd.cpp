@@ -27,6 +27,7 @@
 #include "fast_exp-inl.h"
 #include "lane_network-inl.h"
 #include "moe/detail/route_kernels.hpp"
+#include "simd_blocks-inl.h"
 #include "small_rows-inl.h"
 #include "token_lanes-inl.h"
 #include "topk_select.hpp"
@@ -35,39 +36,6 @@ HWY_BEFORE_NAMESPACE();
 namespace moe::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-using D = hn::ScalableTag<float>;
-using V = hn::Vec<D>;
-
-constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-size_t paddedSize(int32_t n, size_t lanes) {
-  return (static_cast<size_t>(n) + lanes - 1) / lanes * lanes;
-}
-
-// Lanes [0, n) of a vector's worth of readable memory, -inf beyond.
-HWY_INLINE V LoadFirst(D d, const float* p, int32_t n) {
-  return hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(n)), hn::LoadU(d, p),
-                        hn::Set(d, kNegInf));
-}
-
-// Elements [b, b + lanes) of an array of n floats. Lanes past n read -inf: it never wins
-// a strict comparison, is neutral for max, and exp(-inf - m) is 0, neutral for the sum.
-HWY_INLINE V LoadBlock(D d, const float* row, int32_t b, int32_t n) {
-  const size_t lanes = hn::Lanes(d);
-  if (static_cast<size_t>(n - b) >= lanes) return hn::LoadU(d, row + b);
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // Fault-suppressing masked load: reads nothing past n (and avoids the store-forwarding
-  // stall of the buffer below).
-  const auto inRow = hn::FirstN(d, static_cast<size_t>(n - b));
-  return hn::IfThenElse(inRow, hn::MaskedLoad(inRow, d, row + b), hn::Set(d, kNegInf));
-#endif
-  HWY_ALIGN float buf[kMaxLanes];
-  for (size_t i = 0; i < lanes; ++i) buf[i] = kNegInf;
-  std::memcpy(buf, row + b, static_cast<size_t>(n - b) * sizeof(float));
-  return hn::Load(d, buf);
-}
 
 HWY_INLINE uint64_t MaskBits(D d, hn::Mask<D> m) {
   uint8_t bytes[8] = {0};
@@ -116,23 +84,18 @@ struct Scratch {
   std::vector<float> keptVals;
   std::vector<int32_t> keptIds;
   std::vector<float> keptExps;
-  // rotations[r * lanes + i] = (i + r) mod lanes: lane i meets lane i + r.
-  HWY_ALIGN int32_t rotations[kMaxLanes * kMaxLanes];
+  Rotations rotations;
   // Candidates of the fast selection; two vectors' room (CompressStore may write a
   // whole vector past the last candidate).
   HWY_ALIGN float candVals[2 * kMaxLanes] = {};
   HWY_ALIGN int32_t candIds[2 * kMaxLanes] = {};
-  Scratch(D d, int32_t experts, int32_t k) {
+  Scratch(D d, int32_t experts, int32_t k) : rotations(hn::Lanes(d)) {
     const int32_t kk = std::min(k, experts);
-    const size_t lanes = hn::Lanes(d);
-    for (size_t r = 0; r < lanes; ++r) {
-      for (size_t i = 0; i < lanes; ++i) rotations[r * lanes + i] = int32_t((i + r) % lanes);
-    }
-    probs.resize(paddedSize(experts, lanes));
+    probs.resize(PaddedSize(experts, hn::Lanes(d)));
     if (kk > kInsertionTopKMax) {
       keptVals.resize(static_cast<size_t>(kk));
       keptIds.resize(static_cast<size_t>(kk));
-      keptExps.resize(paddedSize(kk, hn::Lanes(d)));
+      keptExps.resize(PaddedSize(kk, hn::Lanes(d)));
     }
   }
 };
@@ -143,20 +106,6 @@ struct Scratch {
 // k = 8, 16 lanes); they are compressed in index order and ranked in one vector by
 // counting how many candidates beat each one. k = 1 is an argmax. More candidates than
 // lanes: the caller falls back to SelectTopKVector.
-
-// The kk-th largest lane of m: the smallest lane that fewer than kk lanes exceed.
-HWY_INLINE float KthLargestLane(D d, V m, int32_t kk, const int32_t* rotations) {
-  const hn::RebindToSigned<D> di;
-  const size_t lanes = hn::Lanes(d);
-  auto greater = hn::Zero(di);
-  for (size_t r = 1; r < lanes; ++r) {
-    const V other = hn::TableLookupLanes(m, hn::SetTableIndices(d, rotations + r * lanes));
-    greater = hn::Sub(greater, hn::VecFromMask(di, hn::RebindMask(di, hn::Gt(other, m))));
-  }
-  const auto inTop = hn::RebindMask(d, hn::Lt(greater, hn::Set(di, kk)));
-  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
-  return hn::GetLane(hn::MinOfLanes(d, hn::IfThenElse(inTop, m, inf)));
-}
 
 #if HWY_TARGET == HWY_AVX2
 // Highway 1.0.3's AVX2 CompressStore copies its 1 KiB lookup table onto the stack on
@@ -211,24 +160,15 @@ HWY_INLINE int32_t GatherCandidates(D d, const float* v, int32_t n, float t, Scr
   return count;
 }
 
-// Ranks `count` candidates (in index order) by the routing rule and writes the best kk:
-// rank_i = number of candidates j that beat i, counted by broadcasting each j in turn
-// (j beats i: a greater value, or an equal value and j < i).
-// Also returns the sum of the kept values in index order (the candidates' order), from
-// 0: Mixtral's renormaliser. Adding +0 for the others changes no bit (values >= +0 in
-// probs mode, where the sum is used).
+// Ranks `count` candidates (in index order) by the routing rule (RankInIndexOrder) and
+// writes the best kk. Also returns the sum of the kept values in index order (the
+// candidates' order), from 0: Mixtral's renormaliser. Adding +0 for the others changes no
+// bit (values >= +0 in probs mode, where the sum is used).
 HWY_INLINE float RankCandidates(D d, int32_t count, int32_t kk, const Scratch& scratch,
                                 int32_t* keptIds, float* keptVals) {
   const hn::RebindToSigned<D> di;
-  const V v = LoadFirst(d, scratch.candVals, count);
-  const auto lane = hn::Iota(di, 0);
-  auto rank = hn::Zero(di);
-  for (int32_t j = 0; j < count; ++j) {
-    const V other = hn::Set(d, scratch.candVals[j]);
-    const auto later = hn::RebindMask(d, hn::Gt(lane, hn::Set(di, j)));
-    const auto beats = hn::Or(hn::Gt(other, v), hn::And(later, hn::Eq(other, v)));
-    rank = hn::Sub(rank, hn::VecFromMask(di, hn::RebindMask(di, beats)));
-  }
+  const auto rank =
+      RankInIndexOrder(d, LoadFirst(d, scratch.candVals, count), scratch.candVals, count);
   // Ranks of the candidates are a permutation of 0..count-1: invert it straight into the
   // kept lists (kMaxLanes long; slots kk..count-1 receive the displaced candidates).
   HWY_ALIGN int32_t ranks[kMaxLanes];
@@ -283,20 +223,28 @@ HWY_INLINE bool SelectTopKFast(D d, const float* v, int32_t n, int32_t kk, V lan
   return true;
 }
 
+// The lane-wise max of x[0..n) into laneMax; returns whether some element is NaN.
+HWY_INLINE bool LaneMaxAndNaN(D d, const float* x, int32_t n, V& laneMax) {
+  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
+  laneMax = hn::Set(d, kNegInf);
+  V nanLanes = hn::Zero(d);
+  for (int32_t b = 0; b < n; b += lanes) {
+    const V xb = LoadBlock(d, x, b, n);
+    laneMax = hn::Max(laneMax, xb);
+    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
+  }
+  return !hn::AllFalse(d, hn::MaskFromVec(nanLanes));
+}
+
 void ProbsRow(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
               Scratch& scratch) {
   const int32_t kk = std::min(k, experts);
   const int32_t lanes = static_cast<int32_t>(hn::Lanes(d));
-  V vmax = hn::Set(d, kNegInf);
-  V nanLanes = hn::Zero(d);
-  for (int32_t b = 0; b < experts; b += lanes) {
-    const V xb = LoadBlock(d, x, b, experts);
-    vmax = hn::Max(vmax, xb);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
-  }
+  V vmax;
+  const bool nan = LaneMaxAndNaN(d, x, experts, vmax);
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
   // NaN, +inf, or all -inf: the spec's probabilities are all NaN.
-  if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes)) || !std::isfinite(m)) {
+  if (nan || !std::isfinite(m)) {
     writeNonfiniteRow(k, kk, ids, gates);
     return;
   }
@@ -404,15 +352,8 @@ void LogitsRowGeneral(D d, const float* x, int32_t experts, int32_t k, int32_t* 
 bool LogitsSelectFast(D d, const float* x, int32_t experts, int32_t k, int32_t* ids, float* gates,
                       Scratch& scratch, int32_t* keptIds, float* keptVals) {
   const int32_t kk = std::min(k, experts);
-  const auto lanes = static_cast<int32_t>(hn::Lanes(d));
-  V laneMax = hn::Set(d, kNegInf);
-  V nanLanes = hn::Zero(d);
-  for (int32_t b = 0; b < experts; b += lanes) {
-    const V xb = LoadBlock(d, x, b, experts);
-    laneMax = hn::Max(laneMax, xb);
-    nanLanes = hn::Or(nanLanes, hn::VecFromMask(d, hn::IsNaN(xb)));
-  }
-  if (!hn::AllFalse(d, hn::MaskFromVec(nanLanes))) {
+  V laneMax;
+  if (LaneMaxAndNaN(d, x, experts, laneMax)) {
     writeNonfiniteRow(k, kk, ids, gates);
     return false;
   }
@@ -548,26 +489,41 @@ HWY_INLINE void NetworkRows(const float* logits, int64_t rows, int32_t experts, 
 }
 #endif
 
-void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
-               float* gates) {
+// The token-parallel kernels, when one takes this shape (E, k, the target): the small rows,
+// the lane network, the token-parallel lists, in that order. False when none does.
+template <bool kProbs>
+HWY_INLINE bool TokenParallelRows(const float* logits, int64_t rows, int32_t experts, int32_t k,
+                                  int32_t* ids, float* gates) {
 #if MOE_SMALL_ROWS
   if (UsesSmallRows(experts, k)) {
-    SmallRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
-    return;
+    SmallRows<kProbs>(logits, rows, experts, k, ids, gates);
+    return true;
   }
 #endif
 #if MOE_LANE_NETWORK
   if (UsesLaneNetwork(experts, std::min(k, experts))) {
-    NetworkRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates);
-    return;
+    NetworkRows<kProbs>(logits, rows, experts, k, ids, gates);
+    return true;
   }
 #endif
 #if MOE_TOKEN_LANES
-  if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/true)) {
-    ProbsLanesRows(logits, rows, experts, k, ids, gates);
-    return;
+  if (UsesTokenLanes(experts, std::min(k, experts), kProbs)) {
+    if constexpr (kProbs) {
+      ProbsLanesRows(logits, rows, experts, k, ids, gates);
+    } else {
+      LogitsLanesRows(logits, rows, experts, k, ids, gates);
+    }
+    return true;
   }
 #endif
+  // Targets with none of them read no argument.
+  (void)logits, (void)rows, (void)experts, (void)k, (void)ids, (void)gates;
+  return false;
+}
+
+void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
+               float* gates) {
+  if (TokenParallelRows</*kProbs=*/true>(logits, rows, experts, k, ids, gates)) return;
   const D d;
   Scratch scratch(d, experts, k);
   for (int64_t t = 0; t < rows; ++t) {
@@ -580,24 +536,7 @@ void ProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, in
 // Each row is still computed by the same code whatever its group: batch invariant.
 void LogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
                 float* gates) {
-#if MOE_SMALL_ROWS
-  if (UsesSmallRows(experts, k)) {
-    SmallRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
-    return;
-  }
-#endif
-#if MOE_LANE_NETWORK
-  if (UsesLaneNetwork(experts, std::min(k, experts))) {
-    NetworkRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates);
-    return;
-  }
-#endif
-#if MOE_TOKEN_LANES
-  if (UsesTokenLanes(experts, std::min(k, experts), /*probs=*/false)) {
-    LogitsLanesRows(logits, rows, experts, k, ids, gates);
-    return;
-  }
-#endif
+  if (TokenParallelRows</*kProbs=*/false>(logits, rows, experts, k, ids, gates)) return;
   const D d;
   Scratch scratch(d, experts, k);
   const int32_t kk = std::min(k, experts);
@@ -663,77 +602,28 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace moe::detail {
 
-HWY_EXPORT(ProbsRows);
-HWY_EXPORT(LogitsRows);
-HWY_EXPORT(ExpArray);
-HWY_EXPORT(TargetName);
+// A target is callable when it was compiled in (HWY_TARGETS) and this CPU supports it;
+// asked once: SupportedTargets() costs enough to show in a fuzzer's per-call profile.
+bool cpuHasAvx2() {
+  static const bool has =
+      (HWY_TARGETS & HWY_AVX2) != 0 && (hwy::SupportedTargets() & HWY_AVX2) != 0;
+  return has;
+}
+bool cpuHasAvx512() {
+  static const bool has =
+      (HWY_TARGETS & HWY_AVX3) != 0 && (hwy::SupportedTargets() & HWY_AVX3) != 0;
+  return has;
+}
 
-void autoProbsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
-                   float* gates) {
-  HWY_DYNAMIC_DISPATCH(ProbsRows)(logits, rows, experts, k, ids, gates);
-}
-void autoLogitsRows(const float* logits, int64_t rows, int32_t experts, int32_t k, int32_t* ids,
-                    float* gates) {
-  HWY_DYNAMIC_DISPATCH(LogitsRows)(logits, rows, experts, k, ids, gates);
-}
-void autoExp(const float* in, float* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(ExpArray)(in, out, n);
-}
+MOE_DOORS(ProbsRows, MOE_ROWS, autoProbsRows, avx2ProbsRows, avx512ProbsRows)
+MOE_DOORS(LogitsRows, MOE_ROWS, autoLogitsRows, avx2LogitsRows, avx512LogitsRows)
+MOE_DOORS(ExpArray, MOE_ARRAY, autoExp, avx2Exp, avx512Exp)
+MOE_BY_NAME(avx512FastExp, HWY_CHOOSE_AVX3(FastExpArray), MOE_ARRAY)
+
+HWY_EXPORT(TargetName);
 const char* autoTargetName() {
   return HWY_DYNAMIC_DISPATCH(TargetName)();
 }
-
-// A target is callable when it was compiled in (HWY_TARGETS) and this CPU supports it.
-#if HWY_TARGETS & HWY_AVX2
-// Asked once: SupportedTargets() costs enough to show in a fuzzer's per-call profile.
-bool cpuHasAvx2() {
-  static const bool has = (hwy::SupportedTargets() & HWY_AVX2) != 0;
-  return has;
-}
-void avx2ProbsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
-  N_AVX2::ProbsRows(l, r, e, k, i, g);
-}
-void avx2LogitsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
-  N_AVX2::LogitsRows(l, r, e, k, i, g);
-}
-void avx2Exp(const float* in, float* out, size_t n) {
-  N_AVX2::ExpArray(in, out, n);
-}
-#else
-bool cpuHasAvx2() {
-  return false;
-}
-void avx2ProbsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
-void avx2LogitsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
-void avx2Exp(const float*, float*, size_t) {}
-#endif
-
-#if HWY_TARGETS & HWY_AVX3
-bool cpuHasAvx512() {
-  static const bool has = (hwy::SupportedTargets() & HWY_AVX3) != 0;
-  return has;
-}
-void avx512ProbsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
-  N_AVX3::ProbsRows(l, r, e, k, i, g);
-}
-void avx512LogitsRows(const float* l, int64_t r, int32_t e, int32_t k, int32_t* i, float* g) {
-  N_AVX3::LogitsRows(l, r, e, k, i, g);
-}
-void avx512Exp(const float* in, float* out, size_t n) {
-  N_AVX3::ExpArray(in, out, n);
-}
-void avx512FastExp(const float* in, float* out, size_t n) {
-  N_AVX3::FastExpArray(in, out, n);
-}
-#else
-bool cpuHasAvx512() {
-  return false;
-}
-void avx512ProbsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
-void avx512LogitsRows(const float*, int64_t, int32_t, int32_t, int32_t*, float*) {}
-void avx512Exp(const float*, float*, size_t) {}
-void avx512FastExp(const float*, float*, size_t) {}
-#endif
 
 }  // namespace moe::detail
 #endif  // HWY_ONCE

@@ -68,50 +68,17 @@ struct Entry {
   RouteV2Fn routeV2;
 };
 
-// The one list of built-in routers: impl/CMakeLists.txt reads each entry's name from its
-// first line (`    {{"name", RouteMode::`) to build libmoe_route_<name>.so.
-constexpr std::array<Entry, 8> kEntries{{
-    {{"scalar-probs", RouteMode::kProbs, kHostExpUlp, kScalarProbsGateUlp},
-     always,
-     routeWith<detail::scalarProbsRows, always>,
-     {"scalar-probs", RouteMode::kFamily, kHostExpUlp, kScalarFamilyGateUlp},
-     routeV2With<detail::scalarFamilyRows, always>},
-    {{"scalar-logits", RouteMode::kLogits, kHostExpUlp, kGateUlp},
-     always,
-     routeWith<detail::scalarLogitsRows, always>,
-     {"scalar-logits", RouteMode::kFamily, kHostExpUlp, kScalarFamilyGateUlp},
-     routeV2With<detail::scalarFamilyRows, always>},
-    {{"avx2-probs", RouteMode::kProbs, kHwyExpUlp, kGateUlp},
-     detail::cpuHasAvx2,
-     routeWith<detail::avx2ProbsRows, detail::cpuHasAvx2>,
-     {"avx2-probs", RouteMode::kFamily, kHwyExpUlp, kFamilyGateUlp},
-     routeV2With<detail::avx2FamilyRows, detail::cpuHasAvx2>},
-    {{"avx2-logits", RouteMode::kLogits, kHwyExpUlp, kGateUlp},
-     detail::cpuHasAvx2,
-     routeWith<detail::avx2LogitsRows, detail::cpuHasAvx2>,
-     {"avx2-logits", RouteMode::kFamily, kHwyExpUlp, kFamilyGateUlp},
-     routeV2With<detail::avx2FamilyRows, detail::cpuHasAvx2>},
-    {{"avx512-probs", RouteMode::kProbs, kAvx512ExpUlp, kGateUlp},
-     detail::cpuHasAvx512,
-     routeWith<detail::avx512ProbsRows, detail::cpuHasAvx512>,
-     {"avx512-probs", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
-     routeV2With<detail::avx512FamilyRows, detail::cpuHasAvx512>},
-    {{"avx512-logits", RouteMode::kLogits, kAvx512ExpUlp, kGateUlp},
-     detail::cpuHasAvx512,
-     routeWith<detail::avx512LogitsRows, detail::cpuHasAvx512>,
-     {"avx512-logits", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
-     routeV2With<detail::avx512FamilyRows, detail::cpuHasAvx512>},
-    {{"auto-probs", RouteMode::kProbs, kAvx512ExpUlp, kGateUlp},
-     always,
-     routeWith<detail::autoProbsRows, always>,
-     {"auto-probs", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
-     routeV2With<detail::autoFamilyRows, always>},
-    {{"auto-logits", RouteMode::kLogits, kAvx512ExpUlp, kGateUlp},
-     always,
-     routeWith<detail::autoLogitsRows, always>,
-     {"auto-logits", RouteMode::kFamily, kAvx512ExpUlp, kFamilyGateUlp},
-     routeV2With<detail::autoFamilyRows, always>},
-}};
+// The table, one entry per line of builtin_routers.def (the one list of routers).
+#define MOE_ROUTER(name, available, rows, mode, expUlp, gateUlp, familyRows, familyGateUlp) \
+  Entry{{name, RouteMode::mode, expUlp, gateUlp},                                           \
+        available,                                                                          \
+        routeWith<rows, available>,                                                         \
+        {name, RouteMode::kFamily, expUlp, familyGateUlp},                                  \
+        routeV2With<familyRows, available>},
+constexpr std::array kEntries{
+#include "builtin_routers.def"
+};
+#undef MOE_ROUTER
 
 struct Registry {
   std::array<std::string, kEntries.size()> contracts;

@@ -130,7 +130,7 @@ def _writable_out(out):
 def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=False,
          experts=None, tokens=None, *, family=None, shrink_seconds=10, min_tokens=1000, max_cases=0,
          tie_order=None, gate_factor=None, gate_ulp=None, analytic_floor=True, progress=False,
-         name=None):
+         name=None, jobs=None):
     """Fuzzes ``fn(logits, k) -> (ids, gates)`` against the spec with the command's
     generator, judge and shrinker; returns a FuzzReport.
 
@@ -152,7 +152,9 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
     routes for them is a finding (bad-params-accepted), and so is a ValueError on valid ones
     (kind exception). ``family``: the model recipes the router implements ("deepseek-v3",
     "llama4,mixtral" or a list of names), as ``--family``: every case follows one of them
-    (replacing the contract's "families").
+    (replacing the contract's "families"). ``jobs``: threads that judge the tokens of a case,
+    as ``--jobs`` (default: the cores the process may use); the results are the same for any
+    number.
     """
     text, array, contract_name = _contract.split(contract, fn)
     v2 = json.loads(text).get("abi") == "moe_route_v2"
@@ -160,6 +162,8 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
         seed = random.SystemRandom().randrange(2**32)
     if family is not None and not isinstance(family, str):
         family = ",".join(family)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError("jobs: a whole number >= 1, got %r" % (jobs,))
     route = _route_for(fn, array, v2)
     answer = _core.fuzz(
         route, Unsupported, name or contract_name or _contract.name_of(fn), text,
@@ -170,6 +174,6 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
         k=_arrays.set_text(k, "k"), tokens=_arrays.set_text(tokens, "tokens"),
         family=family or "",
         tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
-        analytic_floor=analytic_floor)
+        analytic_floor=analytic_floor, jobs=jobs or 0)
     return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
                       answer["exit_code"])

@@ -3,10 +3,12 @@
 ``routing_cases()`` feeds bytes that Hypothesis draws to the campaign's generator
 (``drawCase`` in fuzz/case/case.cpp, the one ``moe-oracle fuzz`` uses): exact ties, +0 and -0,
 subnormals, +-inf, values around expf's overflow, near-ties one ulp apart, constant columns
-across tokens, NaN in one case in 16, at adversarial shapes, with a batch split point. No
-second generator: Hypothesis shrinks a failing case by shrinking the bytes, and bytes
-shrink towards zeros, which the generator reads as the simplest choices (the smallest shape
-of the space, k = 0, one token, logits +0).
+across tokens, NaN in one case in 16, or logits drawn like a trained router's (Gaussian rows,
+ties planted where they decide the routing), at the shapes of today's models, at kernel edges
+and at degenerate shapes, with a batch split point. No second generator: Hypothesis shrinks a
+failing case by shrinking the bytes, and bytes shrink towards zeros, which the generator reads
+as the simplest choices (the smallest E of at least 2 in the space, k = 1, one token, logits
++0).
 
     from hypothesis import given
     from moe_oracle import assert_routes
@@ -21,6 +23,9 @@ of the space, k = 0, one token, logits +0).
 ``drawFamilyCase`` adds the family's parameters and structures (tied groups, cancelling
 and overturning biases, groups of one, k above the eligible experts, the shapes of today's
 models) to the drawn logits.
+
+``dispatch_cases()`` draws dispatch cases (moe_dispatch_v1's ids, block and capacity) for
+``assert_dispatch``, with Hypothesis's own choices (``help(dispatch_cases)``).
 """
 
 import json
@@ -30,6 +35,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from . import _arrays, _core, _family
+from ._dispatch_strategies import DispatchCase, dispatch_cases  # noqa: F401 (re-exported)
 
 # The shape (E, k, T) takes fewer bytes than the header (at most about 70); the rest feeds
 # the first logits. A logit takes at most 5 bytes (an op byte and a u32). Each header byte
@@ -191,3 +197,62 @@ def family_cases(experts="1-64", k=None, tokens="1-16", *, scores=("softmax", "s
         return struct_short == 0 and (allow_invalid or case.valid)
 
     return draw().filter(keep).map(lambda drawn: drawn[0])
+
+
+@dataclass(frozen=True, eq=False)
+class LayerCase:
+    """One fused-layer case: float32 ``x`` [T, H], ``logits`` [T, E], ``w13`` [E, 2I, H],
+    ``w2`` [E, H, I], ``k``, ``dtype`` ("f32", or "bf16": every value of x and the weights
+    is a bf16 value, widened), ``family`` (a dict as ``judge_layer`` takes it, or None for
+    softmax top-k renormalised), and what the generator drew: ``style`` of the values
+    ("uniform", "cancelling", "huge", "tiny", "bf16-edges", "sparse") and ``shape`` (a model's
+    name, or "small")."""
+
+    x: np.ndarray
+    logits: np.ndarray
+    w13: np.ndarray
+    w2: np.ndarray
+    k: int
+    dtype: str
+    family: dict
+    style: str
+    shape: str
+
+    def __repr__(self):
+        return (f"LayerCase(T={self.x.shape[0]}, H={self.x.shape[1]}, I={self.w2.shape[2]}, "
+                f"E={self.logits.shape[1]}, k={self.k}, dtype={self.dtype!r}, "
+                f"style={self.style!r}, shape={self.shape!r}, family={self.family!r})")
+
+
+def layer_cases(tokens="1-8", k=None, experts="1-16", hidden=None, intermediate=None, *,
+                dtype=("f32",), families=None, max_weights=1 << 14, max_bytes=1024):
+    """A strategy of LayerCase drawn by the layer door's generator (drawLayerCase, the one
+    ``moe-oracle fuzz`` uses on a moe_layer_v1 library): real models' H (a multiple of 64 and
+    one off it) and I cut to ``max_weights`` binary32 weights (E first, then I, then H), or
+    small shapes; cancelling weights, huge and tiny magnitudes, bf16 edge values, sparse
+    weights, logits with exact and one-ulp ties.
+
+    ``tokens``, ``k``, ``experts``, ``hidden``, ``intermediate``: the shapes, as
+    ``fuzz_layer`` takes them (None: the generator's own; k up to 10). ``dtype``: the input
+    types the layer takes ("f32", "bf16"). ``families``: a contract's ``"families"`` object to
+    draw routing families from (None: softmax top-k renormalised). Hypothesis shrinks a case
+    by shrinking the bytes; bytes past ``max_bytes`` read as zeros (the simplest choices).
+    """
+    fields = {"abi": "moe_layer_v1", "dtype": list(dtype)}
+    if families is not None:
+        fields["families"] = families
+    contract = json.dumps(fields)
+    space = (_arrays.set_text(tokens, "tokens"), _arrays.set_text(k, "k"),
+             _arrays.set_text(experts, "experts"), _arrays.set_text(hidden, "hidden"),
+             _arrays.set_text(intermediate, "intermediate"))
+    _core.draw_layer_case(b"", contract, *space, int(max_weights))  # bad sets fail here
+
+    @st.composite
+    def draw(draw_bytes):
+        data = b"".join(draw_bytes(_BLOCK_OF_BYTES) for _ in range(max_bytes // _BLOCK))
+        x, logits, w13, w2, case_k, case_dtype, raw, style, shape = _core.draw_layer_case(
+            data, contract, *space, int(max_weights))
+        family = None if raw is None else _family.to_dict(raw)
+        return LayerCase(x, logits, w13, w2, case_k, case_dtype, family, style, shape)
+
+    return draw()

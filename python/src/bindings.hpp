@@ -15,5 +15,6 @@ fuzz::VerdictConfig makeVerdictConfig(const pybind11::kwargs& knobs);
 void bindJudge(pybind11::module_& m);  // judge, Verdict
 void bindFuzz(pybind11::module_& m);   // fuzz
 void bindCases(pybind11::module_& m);  // draw_case, for moe_oracle.strategies
+void bindLayer(pybind11::module_& m);  // judge_layer, fuzz_layer, draw_layer_case
 
 }  // namespace moe::python

@@ -80,8 +80,10 @@ void bindFuzz(py::module_& m) {
          const std::string& family, const py::kwargs& knobs) {
         const FuzzArguments a{seconds,   seed,     maxCases, out, keepGoing, shrinkSeconds,
                               minTokens, progress, experts,  k,   tokens,    family};
-        return fuzzFunction(std::move(route), std::move(unsupported), name, contract, a,
-                            makeVerdictConfig(knobs));
+        fuzz::VerdictConfig config = makeVerdictConfig(knobs);
+        const int jobs = knobs.contains("jobs") ? knobs["jobs"].cast<int>() : 0;
+        config.jobs = jobs > 0 ? jobs : fuzz::availableCores();
+        return fuzzFunction(std::move(route), std::move(unsupported), name, contract, a, config);
       },
       py::arg("route"), py::arg("unsupported"), py::arg("name"), py::arg("contract"),
       py::arg("seconds"), py::arg("seed"), py::arg("max_cases"), py::arg("out"),

@@ -93,7 +93,7 @@ JudgeAnswer judgeArrays(const Dense<float>& logits, const Dense<int32_t>& ids,
   JudgeAnswer answer;
   fuzz::Judge judge(config);
   fuzz::CaseResult r = judge.recorded(c, idSpan, gateSpan, contract);
-  answer.verdicts = r.tokens;
+  answer.verdicts = r.tokens.all();
   // judgeRecorded stops at the first violation; the tokens after it are judged one by one
   // with the same judge, so every token has its verdict.
   const auto kk = static_cast<size_t>(k);

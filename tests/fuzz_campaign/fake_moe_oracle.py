@@ -25,6 +25,7 @@ p.add_argument("--seconds", type=float, default=1)
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--out", default="moe-oracle-out")
 p.add_argument("--json", action="store_true")
+p.add_argument("--jobs", type=int, required=True)  # the campaign gives each router its cores
 a = p.parse_args()
 if a.command != "fuzz" or a.impl not in ("scalar-probs", "scalar-logits"):
     print(f"moe-oracle: router {a.impl} is not available on this CPU", file=sys.stderr)

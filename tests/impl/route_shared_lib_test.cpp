@@ -90,9 +90,9 @@ TEST_P(SharedLib, RoutesAsTheInTreeRouter) {
 
 INSTANTIATE_TEST_SUITE_P(AllRouters, SharedLib, allBuiltinRouters(), routerTestName);
 
-// The router list exists once, in impl/src/routers.cpp's table; impl/CMakeLists.txt reads the
-// names from its text to build one library each. A reformatted table must not silently drop
-// (or invent) a library: CMake's reading equals the registry, in order.
+// The router list exists once, in impl/src/builtin_routers.def, which routers.cpp expands into
+// its table and impl/CMakeLists.txt reads to build one library each. An edited list must not
+// silently drop (or invent) a library: CMake's reading equals the registry, in order.
 TEST(RouterList, CMakeBuildsOneLibraryPerRegistryEntry) {
   std::string registry;
   for (const auto& r : builtinRouters())

@@ -156,3 +156,14 @@ def test_max_cases_and_a_bad_shape_set(tmp_path):
     assert run(routers.spec_router, tmp_path, max_cases=5).cases == 5
     with pytest.raises(ValueError, match="experts"):
         fuzz(routers.spec_router, experts="5000", seconds=1, out=str(tmp_path))
+
+
+def test_jobs_judge_in_threads_with_the_same_results(tmp_path):
+    clock = {"seconds", "cases_per_s", "median_call_seconds", "slow"}
+    reports = [run(routers.spec_router, tmp_path / str(jobs), max_cases=60, seconds=600,
+                   tokens="64-256", jobs=jobs) for jobs in (1, 2)]
+    one, two = ({k: r[k] for k in r if k not in clock} for r in reports)
+    assert one == two and one["tokens"] > 3000
+    assert one["levels"]["first_level"] > 0
+    with pytest.raises(ValueError, match="jobs"):
+        run(routers.spec_router, tmp_path, jobs=0)

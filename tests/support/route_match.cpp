@@ -4,10 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 
-#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/token_text.hpp"
 #include "moe/fuzz/verdict.hpp"
 #include "moe/fuzz/violation_kind.hpp"
 
@@ -25,32 +26,30 @@ fuzz::Case routeCase(int32_t tokens, int32_t experts, int32_t k, std::vector<flo
   return c;
 }
 
+fuzz::Case familyCase(int32_t tokens, int32_t experts, int32_t k, std::vector<float> logits,
+                      fuzz::Family family, int32_t threads) {
+  fuzz::Case c = routeCase(tokens, experts, k, std::move(logits), threads);
+  c.family = std::move(family);
+  return c;
+}
+
 namespace {
 
-// Rows longer than this are summarised: the certificate names the experts that matter.
-constexpr int32_t kRowShown = 32;
+// Rows longer than this show the experts that matter (the certificate's, the router's and the
+// spec's kept ones), as the violation report does.
+constexpr size_t kRowShown = 32;
 
-// The token's logits, the router's ids and gates: what the certificate speaks about.
-void describeToken(fmt::memory_buffer& out, const fuzz::Case& c, const fuzz::RouteOutput& o,
-                   int32_t t) {
-  auto to = std::back_inserter(out);
-  const auto x = c.row(t);
-  if (c.experts <= kRowShown) {
-    fmt::format_to(to, "\n  logits of token {}:", t);
-    for (int32_t e = 0; e < c.experts; ++e) {
-      fmt::format_to(to, " [{}] {} ({})", e, fuzz::decimal32(x[e]), fuzz::hex32(x[e]));
-    }
-  } else {
-    fmt::format_to(to, "\n  logits of token {}: {} values (rows over {} are not printed)", t,
-                   c.experts, kRowShown);
-  }
-  const size_t k = static_cast<size_t>(c.k), at = static_cast<size_t>(t) * k;
-  if (at + k > o.ids.size()) return;
-  fmt::format_to(to, "\n  router's slots of token {}:", t);
-  for (size_t s = 0; s < k; ++s) {
-    fmt::format_to(to, " [{}] id {} gate {} ({})", s, o.ids[at + s],
-                   fuzz::decimal32(o.gates[at + s]), fuzz::hex32(o.gates[at + s]));
-  }
+// The token told as `moe-oracle explain` and the violation report tell it (token_text.hpp):
+// the logits, the spec's kept set with exact probabilities and gates, the router's slots.
+std::string tokenText(const fuzz::Case& c, const fuzz::RouteOutput& o, const fuzz::Verdict& v) {
+  const size_t k = static_cast<size_t>(c.k), at = static_cast<size_t>(v.token) * k;
+  const bool whole = at + k <= o.ids.size() && o.ids.size() == o.gates.size();
+  const std::span<const int32_t> ids(o.ids);
+  const std::span<const float> gates(o.gates);
+  return fuzz::describeToken(
+      c.row(v.token), c.family, c.k, whole ? ids.subspan(at, k) : std::span<const int32_t>(),
+      whole ? gates.subspan(at, k) : std::span<const float>(), kRowShown,
+      fuzz::expertsNamed(v.certificate, c.family, static_cast<size_t>(c.experts)));
 }
 
 ::testing::AssertionResult judge(const char* routerText, const char* caseText,
@@ -61,9 +60,10 @@ void describeToken(fmt::memory_buffer& out, const fuzz::Case& c, const fuzz::Rou
   if (r.violation) {
     failing = &*r.violation;
   } else if (exactly) {
-    for (const fuzz::Verdict& v : r.tokens) {
-      // A row that is not real (NaN, +inf, all -inf) is only structure-checked by the judge:
-      // it has no exact decision to require.
+    // The tokens kept whole: the others are exact, or non-real rows. A row that is not real
+    // (NaN, +inf, all -inf) is only structure-checked by the judge: it has no exact decision
+    // to require.
+    for (const fuzz::Verdict& v : r.tokens.whole()) {
       if (v.outcome == fuzz::Outcome::kAcceptable && v.reason != "nonreal-row") {
         failing = &v;
         break;
@@ -92,7 +92,9 @@ void describeToken(fmt::memory_buffer& out, const fuzz::Case& c, const fuzz::Rou
                    "decision exactly",
                    v.token, v.reason, v.margin);
   }
-  if (v.token >= 0 && v.token < c.tokens) describeToken(out, c, r.output, v.token);
+  if (v.token >= 0 && v.token < c.tokens) {
+    fmt::format_to(to, "\n  token {} of {}:\n{}", v.token, c.tokens, tokenText(c, r.output, v));
+  }
   return ::testing::AssertionFailure() << fmt::to_string(out);
 }
 

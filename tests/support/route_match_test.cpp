@@ -7,9 +7,11 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
+#include "moe/test/kernel_router.hpp"
 #include "moe/test/seed.hpp"
 
 namespace moe::test {
@@ -80,9 +84,11 @@ TEST(RouteMatch, FailsAGateOffByAThousandth) {
                            [](int32_t, auto&, auto& gates) { gates[1] *= 1.001f; });
   EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()),
                           "token 0: violation gate-error\n  why: slot 1 (expert 2)");
-  // The token is described: its logits in decimal and hex, and the router's slots.
-  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()), "[5] 4 (0x40800000)");
-  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()), "[0] id 5 gate");
+  // The token told as `moe-oracle explain` tells it (token_text.hpp): the table of its
+  // experts (logit in hex, the spec's decision) and the exact gates of the router's kept set.
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()), "token 0 of 2:\nE = 8, k = 3");
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()), "0x40800000");
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, clearCase()), "gates of the router's kept set");
 }
 
 TEST(RouteMatch, FailsADisplacedExpertKept) {
@@ -105,6 +111,107 @@ TEST(RouteMatch, ExactlyRefusesANearTieTheJudgeAccepts) {
 TEST(RouteMatch, NonRealRowsAreNotHeldToAnExactDecision) {
   const auto router = fuzz::openRouter("scalar-probs");
   EXPECT_ROUTE_MATCH_EXACTLY(*router, routeCase(1, 3, 2, {1.0f, NAN, 2.0f}));
+}
+
+// A kernel of the test program (kernelRouter): top-k on the logits, ties to the lower index,
+// the softmax of the kept ones; with `overAll`, the softmax's sum runs over every expert.
+template <bool overAll>
+int topkSoftmax(int32_t tokens, int32_t experts, int32_t k, const float* logits, int32_t* ids,
+                float* gates) {
+  if (tokens < 0 || experts < 0 || k < 0) return 1;  // MOE_ROUTE_EBADSIZE
+  const int32_t n = std::min(k, experts);
+  std::vector<int32_t> order(static_cast<size_t>(experts));
+  for (int32_t t = 0; t < tokens; ++t) {
+    const float* x = logits + static_cast<size_t>(t) * experts;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return x[a] > x[b]; });
+    float sum = 0.0f;
+    for (int32_t e = 0; e < (overAll ? experts : n); ++e)
+      sum += std::exp(x[order[e]] - x[order[0]]);
+    for (int32_t s = 0; s < k; ++s) {
+      ids[t * k + s] = s < n ? order[s] : -1;
+      gates[t * k + s] = s < n ? std::exp(x[order[s]] - x[order[0]]) / sum : 0.0f;
+    }
+  }
+  return 0;
+}
+
+constexpr const char* kTopkContract = R"({"selects_on": "logits", "slot_order": "rank"})";
+
+TEST(KernelRouter, PassesACorrectKernelFunction) {
+  const auto router = kernelRouter("topk", &topkSoftmax<false>, kTopkContract);
+  EXPECT_EQ(router->name(), "topk");
+  EXPECT_ROUTE_MATCH_EXACTLY(*router, clearCase());
+  EXPECT_ROUTE_MATCH(*router, routeCase(1, 3, 5, {0.25f, 0.5f, -0.5f}));  // k > E
+}
+
+TEST(KernelRouter, FailsAKernelFunctionWithAPlantedBug) {
+  const auto router = kernelRouter("topk-over-all", &topkSoftmax<true>, kTopkContract);
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(*router, clearCase()),
+                          "router topk-over-all on T = 2, E = 8, k = 3");
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(*router, clearCase()), "token 0: violation gate-");
+}
+
+TEST(KernelRouter, RefusesABadContractOrANullKernel) {
+  EXPECT_THROW(kernelRouter("x", &topkSoftmax<false>, R"({"slot-order": "rank"})"),
+               std::invalid_argument);
+  EXPECT_THROW(kernelRouter("x", &topkSoftmax<false>, R"({"abi": "moe_route_v2"})"),
+               std::invalid_argument);
+  EXPECT_THROW(kernelRouter("x", nullptr), std::invalid_argument);
+}
+
+// The family form: a moe_route_v2 case judged against the family's spec, here a built-in
+// router's v2 kernel, and the same kernel with its first gate off by 1%.
+class TamperedV2Router final : public fuzz::Router {
+ public:
+  explicit TamperedV2Router(std::unique_ptr<fuzz::Router> inner)
+      : Router(inner->name() + "+tampered", inner->contract()), inner_(std::move(inner)) {}
+
+ protected:
+  int call(int32_t, int32_t, int32_t, const float*, int32_t*, float*, int32_t) const override {
+    return 4;  // MOE_ROUTE_EUNSUPPORTED: the family's cases only
+  }
+  int callV2(const fuzz::Family& family, int32_t tokens, int32_t experts, int32_t k,
+             const float* logits, int32_t* ids, float* gates, int32_t threads,
+             fuzz::RouteFault&) const override {
+    const size_t n = static_cast<size_t>(tokens) * static_cast<size_t>(experts);
+    fuzz::RouteOutput o = inner_->route(tokens, experts, k, {logits, n}, threads, &family);
+    if (o.abstained || o.fault) return 4;
+    o.gates[0] *= 1.01f;
+    std::copy(o.ids.begin(), o.ids.end(), ids);
+    std::copy(o.gates.begin(), o.gates.end(), gates);
+    return 0;
+  }
+
+ private:
+  std::unique_ptr<fuzz::Router> inner_;
+};
+
+std::unique_ptr<fuzz::Router> builtInV2(const char* name) {
+  fuzz::RouterOptions v2;
+  v2.abi = std::string(fuzz::kAbiV2);
+  return fuzz::openRouter(name, v2);
+}
+
+fuzz::Case sigmoidCase() {
+  fuzz::Family f;
+  f.score = 1;  // MOE_SCORE_SIGMOID
+  f.groups = 4;
+  f.topkGroups = 2;
+  return familyCase(1, 8, 2, {0.0f, 1.0f, 2.5f, -1.0f, 0.5f, 3.0f, -2.0f, 1.5f}, f);
+}
+
+TEST(RouteMatchFamily, PassesABuiltInV2Kernel) {
+  const auto router = builtInV2("scalar-probs");
+  ASSERT_TRUE(router->contract().v2());
+  EXPECT_ROUTE_MATCH_EXACTLY(*router, sigmoidCase());
+}
+
+TEST(RouteMatchFamily, FailsItsTamperedGateWithTheFamilysExplanation) {
+  const TamperedV2Router bad(builtInV2("scalar-probs"));
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, sigmoidCase()), "token 0: violation gate-");
+  // The family's table: its parameters and the groups the spec keeps.
+  EXPECT_NONFATAL_FAILURE(EXPECT_ROUTE_MATCH(bad, sigmoidCase()), "sigmoid");
 }
 
 TEST(TestSeed, ParsesDecimalOnly) {

@@ -56,6 +56,9 @@ struct Case {
   int32_t split = 0;          // batch split point in [0, tokens] for the invariance check
   uint8_t variant = 0;        // modifier channel: which router a multi-router target runs
   bool allowNaN = false;      // NaN logits kept (out-of-domain checks) or replaced
+  // The campaign drew the logits like a trained router's (model_logits.hpp), not from the
+  // decoder's adversarial values: counted in the coverage summary, not saved with the case.
+  bool modelLike = false;
   // A moe_route_v2 case: the family's parameters (absent: a moe_route_v1 case).
   std::optional<Family> family;
 
@@ -92,6 +95,12 @@ class ByteSource {
   virtual uint8_t u8() = 0;
   uint16_t u16() { return readU16(*this); }
   uint32_t u32() { return readU32(*this); }
+  // Eight bytes, low u32 first; a PRNG gives them in one step (a case of 2^24 logits reads
+  // one per model-like logit).
+  virtual uint64_t u64() {
+    const uint64_t lo = u32();
+    return lo | (static_cast<uint64_t>(u32()) << 32);
+  }
 };
 
 class SpanSource final : public ByteSource {
@@ -104,12 +113,28 @@ class SpanSource final : public ByteSource {
   size_t pos_ = 0;
 };
 
-// splitmix64: tiny, fast, and fully determined by the printed seed.
+// splitmix64: tiny, fast, and fully determined by the printed seed. Defined here so that the
+// generators' loops over a SeededSource (final) inline it: a case may hold 2^24 logits.
 class SeededSource final : public ByteSource {
  public:
   explicit SeededSource(uint64_t seed) : state_(seed) {}
-  uint64_t next64();
-  uint8_t u8() override;
+  uint64_t next64() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint8_t u8() override {
+    if (left_ == 0) {
+      buffer_ = next64();
+      left_ = 8;
+    }
+    const auto b = static_cast<uint8_t>(buffer_);
+    buffer_ >>= 8;
+    --left_;
+    return b;
+  }
+  uint64_t u64() override { return next64(); }
 
  private:
   uint64_t state_;
@@ -125,9 +150,10 @@ Case decodeCase(ByteSource& source, int32_t maxExperts = kMaxExperts);
 // that a reproduced input decodes to the case the target saw.
 int32_t maxExpertsFromEnv();
 Case decodeCase(std::span<const uint8_t> bytes, int32_t maxExperts = kMaxExperts);
-// The campaign's generator (`moe-oracle fuzz`): the same adversarial logits as the
-// decoder, at shapes drawn from `space` (up to E = 4,096, T = 65,536, 2^24 logits; docs/fuzz.md
-// "Shapes"). Every case lies inside the space.
+// The campaign's generator (`moe-oracle fuzz`): a shape drawn from `space` (up to E = 4,096,
+// T = 65,536, 2^24 logits), most tokens at the shapes of today's models (shape_draw.hpp,
+// docs/fuzz.md "Shapes"), and logits drawn like a model's or adversarially as the decoder
+// draws them (most rows kept real). Every case lies inside the space.
 Case drawCase(ByteSource& source, const ShapeSpace& space);
 // Bytes that decode to exactly `c` (used by the structure-keeping custom mutator).
 std::vector<uint8_t> encodeCase(const Case& c);
@@ -136,8 +162,8 @@ std::vector<uint8_t> encodeCase(const Case& c);
 // values around expf's overflow point 88.72, 2^-30 (docs/design.md §1's near-tie), ...
 std::span<const float> specialPool();
 
-// A case's logits drawn again for its shape (the decoder's adversarial values), for
-// generators that change the shape after drawCase.
+// A case's logits drawn again for its shape, in the style drawCase drew them (c.modelLike),
+// for generators that change the shape after drawCase.
 void drawLogits(ByteSource& source, Case& c);
 
 struct Families;  // contract.hpp

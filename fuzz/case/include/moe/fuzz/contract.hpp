@@ -23,9 +23,13 @@ TieOrder parseTieOrder(std::string_view text, std::string_view what);
 
 // The shapes a kernel supports ("shapes" in the contract); empty sets: any.
 struct SupportedShapes {
-  IntSet experts, k, tokens;  // "tokens": values and ranges, e.g. "1-65536" (no empty batch)
-  int64_t maxTokens = 0;      // 0: any
-  bool any() const { return experts.empty() && k.empty() && tokens.empty() && maxTokens == 0; }
+  IntSet experts, k, tokens;    // "tokens": values and ranges, e.g. "1-65536" (no empty batch)
+  int64_t maxTokens = 0;        // 0: any
+  IntSet hidden, intermediate;  // moe_layer_v1: H and I
+  bool any() const {
+    return experts.empty() && k.empty() && tokens.empty() && maxTokens == 0 && hidden.empty() &&
+           intermediate.empty();
+  }
 };
 
 // |g - exact| <= spec32Factor * |g_spec32 - exact| + ulp * ulp32(exact) (+ the verdict's
@@ -68,6 +72,21 @@ Families familiesOfRecipes(std::string_view names, std::string_view what);
 
 inline constexpr std::string_view kAbiV1 = "moe_route_v1";
 inline constexpr std::string_view kAbiV2 = "moe_route_v2";
+inline constexpr std::string_view kAbiLayerV1 = "moe_layer_v1";
+
+// moe_layer_v1 only (layer_abi.h): what a fused layer promises ("activation", "dtype",
+// "accumulate", "budget_factor", "silu_ulp" and the shapes' "hidden" and "intermediate" in
+// the contract). Its routing is promised by the rest of the contract, as a router's is.
+struct LayerPromise {
+  std::string activation = "swiglu";
+  bool f32 = true, bf16 = false;  // "dtype": the input types the kernel takes
+  std::string accumulate = "binary32";
+  // The y budget of docs/fuzz.md ("The fused layer") times this (>= 1: the bound is derived
+  // for any summation order, so a factor only widens it).
+  double budgetFactor = 1.0;
+  // c of the SiLU's exp: its result within c ulp of exp's (docs/fuzz.md).
+  double siluUlp = 4.0;
+};
 
 struct Contract {
   std::string abi = std::string(kAbiV1);  // kAbiV1 or kAbiV2: which entry point is fuzzed
@@ -83,6 +102,8 @@ struct Contract {
   std::string nonfiniteRows;
   TieOrder tieOrder = TieOrder::kLowestIndex;
   SupportedShapes shapes;
+  LayerPromise layer;  // abi moe_layer_v1 only
+  bool isLayer() const { return abi == kAbiLayerV1; }
 };
 
 // Parses the contract text; absent fields keep their defaults. Throws std::invalid_argument

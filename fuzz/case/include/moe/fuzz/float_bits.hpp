@@ -30,6 +30,24 @@ float parseHex32(std::string_view text);
 float nextUp(float x);
 float nextDown(float x);
 
+// The next binary64 value up / down: the bits std::nextafter(x, +inf) / (x, -inf) gives
+// (NaN as x + x, ±0 to the smallest subnormal of the direction's sign, the largest finite
+// to ±inf), without a library call: the verdict's bands round outward by them per expert.
+inline double nextUp64(double x) {
+  if (x != x) return x + x;
+  if (x == HUGE_VAL) return x;
+  if (x == 0) return 0x1p-1074;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  return std::bit_cast<double>(x > 0 ? b + 1 : b - 1);
+}
+inline double nextDown64(double x) {
+  if (x != x) return x + x;
+  if (x == -HUGE_VAL) return x;
+  if (x == 0) return -0x1p-1074;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  return std::bit_cast<double>(x > 0 ? b - 1 : b + 1);
+}
+
 // ulp of the binary32 number nearest |x| (>= 2^-149): the spacing of binary32 at x.
 double ulp32(double x);
 

@@ -37,6 +37,8 @@ class IntSet {
   int64_t max() const { return ranges_.back().hi; }
   // The members in [lo, hi] (possibly empty).
   IntSet clamp(int64_t lo, int64_t hi) const;
+  // The members of both sets (possibly empty).
+  IntSet intersect(const IntSet& other) const;
   const std::vector<IntRange>& ranges() const { return ranges_; }
   std::string text() const;  // parse(text()) == *this
 

@@ -52,6 +52,28 @@ enum class ViolationKind {
   kBadParamsAccepted,
   kBadParamsWritten,
   kBadParamsWrongStatus,
+  // The fused layer (moe_layer_v1; docs/fuzz.md "The fused layer"): y beyond its derived
+  // budget around the spec's sparse forward. One expert's output wrong (named by the
+  // experiment that isolates it, with the token and coordinate); a kept expert's output
+  // weighted by another gate; a kept expert's output missing; an output added that the
+  // routing does not keep (or a kept one added twice); y not finite where the binary32
+  // evaluation cannot overflow.
+  kExpertOutput,
+  kCombineGate,
+  kMissingExpert,
+  kExtraExpert,
+  kLayerNonfinite,
+  // Dispatch (moe_dispatch_v1; docs/fuzz.md "The dispatch door"): a kept slot missing, a
+  // slot listed twice, a slot under another expert's block or experts out of order, padding
+  // out of place (or not the value tokens * k, or a list not padded to the block), a slot
+  // capacityKeeps drops kept in place of one it keeps, rows or block_expert inconsistent
+  // with the list.
+  kDroppedSlot,
+  kDuplicatedSlot,
+  kWrongExpert,
+  kBadPadding,
+  kCapacityOrder,
+  kRowsCount,
 };
 
 // "tie-higher-index", "kept-set", ... ("none" for kNone).

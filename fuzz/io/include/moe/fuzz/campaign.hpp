@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "moe/fuzz/call_cost.hpp"
+#include "moe/fuzz/coverage_shares.hpp"
 #include "moe/fuzz/router.hpp"
 #include "moe/fuzz/shapes.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -56,6 +57,7 @@ struct Coverage {
   // moe_route_v2: tokens per model recipe the case follows (recipeOf; "none" for others).
   std::map<std::string, uint64_t> recipes;
   std::map<std::string, uint64_t> abstainReasons;  // cases, by the router's reason
+  CoverageShares shares;  // model shapes, degenerate, non-real, model-like vs adversarial
   // `judged` tokens of a case of this shape (fewer than `tokens` after a violation).
   void add(int32_t experts, int32_t k, int32_t tokens, int32_t judged);
 };

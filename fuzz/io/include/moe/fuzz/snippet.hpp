@@ -16,7 +16,8 @@ namespace moe::fuzz {
 // "python": runnable with torch alone (`import torch`), ending in an assert that fails on
 // the router's answer. "c": C99 (math.h, stdint.h, stdio.h; the v2 struct from
 // moe/route_abi.h when the case has a family) whose main prints both answers and returns 1
-// when they differ. One snippet per RouterReproducer test; other test types are skipped.
+// when they differ. One snippet per RouterReproducer test; other test types are skipped. A
+// dispatch reproducer (DispatchReproducer) is told by dispatchSnippet (dispatch_snippet.hpp).
 // Throws std::invalid_argument on a language other than those two, a malformed file, a
 // RouterReproducer test it cannot read, or a file without any RouterReproducer test.
 std::string reproducerSnippet(const nlohmann::json& file, std::string_view language);

@@ -3,6 +3,7 @@
 // RouterReproducer are skipped, and the replay says so.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,9 +15,16 @@
 
 namespace moe::fuzz {
 
+// The version of this file layout that this build writes and reads: the top-level
+// "formatVersion" of a reproducer. A file without the field is version 1 (every file written
+// before the field existed has this layout, the golden vectors included); a later version is
+// refused, since its fields may mean what this build cannot know.
+inline constexpr int64_t kVectorFormatVersion = 1;
+
 // Reads and parses a file; throws std::runtime_error naming the path and the problem.
 nlohmann::json loadVectorFile(const std::string& path);
-// Throws std::invalid_argument naming the first thing that breaks the layout.
+// Throws std::invalid_argument naming the first thing that breaks the layout, a
+// "formatVersion" other than 1 to kVectorFormatVersion included.
 void checkVectorLayout(const nlohmann::json& file);
 
 // A RoutingTest entry: one token.

@@ -34,6 +34,7 @@ enum class VerdictSignal : uint8_t {
   kNearTieKeys,    // moe_route_v2: biased keys within their budget
   kNearTieGroups,  // moe_route_v2: group scores within their budget
   kTinyScores,     // moe_route_v2: renormalising scores binary32 flushes to zero
+  kFirstLevel,     // a token decided whole by the verdict's first level
   kCount
 };
 inline constexpr size_t kVerdictSignalCount = static_cast<size_t>(VerdictSignal::kCount);

@@ -4,11 +4,14 @@
 // LevelCounters says how often each level decided. Budgets are derived in docs/fuzz.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
@@ -52,9 +55,16 @@ struct VerdictConfig {
   // value then does not replace it (recordedConfig).
   bool analyticFloorGiven = false;
   bool checkBatchInvariance = true;  // when the contract claims it
+  // Decide the clear tokens at the first level (docs/fuzz.md, "The first level") before the
+  // ladder. Off only to compare the two (the verdicts are the same either way).
+  bool firstLevel = true;
+  // Threads that judge the tokens of a case (--jobs); verdicts, counters and everything
+  // reported are the same for any number.
+  int jobs = 1;
 };
 
 struct LevelCounters {
+  uint64_t firstLevel = 0;          // tokens decided whole by the first level (not counted below)
   uint64_t selectionFloat = 0;      // kept set/order decided by float comparisons alone
   uint64_t selectionDouble = 0;     // a near-tie decided by the binary64 filter
   uint64_t selectionCertified = 0;  // ... by MPFR enclosures
@@ -75,7 +85,8 @@ double probabilityBudget(double p, double absShift, int32_t experts, double expU
 double gateFloor(double exactGate, double shiftE, double weightedShiftS, int32_t keptCount,
                  int32_t experts, double expUlp);
 
-// Judges one token's output (ids and gates: k slots each).
+// Judges one token's output (ids and gates: k slots each): the ladder alone (the first
+// level is judgeRecorded's).
 Verdict judgeToken(std::span<const float> logits, int32_t k, std::span<const int32_t> ids,
                    std::span<const float> gates, const Contract& contract,
                    const VerdictConfig& config, LevelCounters& levels);
@@ -89,11 +100,72 @@ Verdict judgeFamilyToken(std::span<const float> logits, const Family& family, in
                          const Contract& contract, const VerdictConfig& config,
                          LevelCounters& levels);
 
+// The verdicts of a case's tokens, in token order. Most tokens are `exact`, or `acceptable`
+// as a non-real row, with nothing more to say (no certificate, kind, margin or cause): those
+// are kept as a code of four bytes, and their Verdict is made when one is asked for; the
+// others are kept whole. Reading yields Verdicts by value.
+class TokenVerdicts {
+ public:
+  // The verdicts of the tokens from firstToken on (a part of a case judged on its own).
+  explicit TokenVerdicts(size_t firstToken = 0) : first_(firstToken) {}
+  size_t size() const { return codes_.size(); }
+  bool empty() const { return codes_.empty(); }
+  void reserve(size_t n) { codes_.reserve(n); }
+  Verdict operator[](size_t t) const;
+  Verdict at(size_t t) const;  // std::out_of_range past the end
+  Verdict back() const { return (*this)[size() - 1]; }
+  // Appends the next token's verdict (its token field says which token it is).
+  void push_back(Verdict v);
+  // The next token is exact / acceptable as a non-real row, with nothing more to say.
+  void pushExact() { codes_.push_back(kExactCode); }
+  void pushNonrealRow() {
+    codes_.push_back(kNonrealCode);
+    ++nonreal_;
+  }
+  // Appends the verdicts of the part of the case that follows these.
+  void append(TokenVerdicts&& more);
+  // Tallies without making a Verdict per token: the plain tokens by outcome, and the
+  // verdicts kept whole, in token order.
+  uint64_t plainExact() const { return codes_.size() - nonreal_ - whole_.size(); }
+  uint64_t plainNonrealRows() const { return nonreal_; }
+  const std::vector<Verdict>& whole() const { return whole_; }
+  std::vector<Verdict> all() const;
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Verdict;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Verdict;
+    Iterator(const TokenVerdicts* of, size_t at) : of_(of), at_(at) {}
+    Verdict operator*() const { return (*of_)[at_]; }
+    Iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return at_ == o.at_; }
+
+   private:
+    const TokenVerdicts* of_;
+    size_t at_;
+  };
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, size()}; }
+
+ private:
+  static constexpr uint32_t kExactCode = 0xffffffffu, kNonrealCode = 0xfffffffeu;
+  std::vector<uint32_t> codes_;  // a plain code, or the index in whole_
+  std::vector<Verdict> whole_;
+  size_t first_ = 0;
+  uint64_t nonreal_ = 0;
+};
+
 struct CaseResult {
   bool abstained = false;
   std::string abstainReason;
   RouteOutput output;
-  std::vector<Verdict> tokens;       // one per token (until the first violation)
+  TokenVerdicts tokens;              // one per token (until the first violation)
   std::optional<Verdict> violation;  // the first violation, if any
   Outcome worst() const;
 };
@@ -139,6 +211,9 @@ class Judge {
   VerdictConfig config_;
   LevelCounters levels_;
 };
+
+// The cores this process may run on (sched_getaffinity), at least 1: --jobs' default.
+int availableCores();
 
 // True for rows whose spec values are real numbers: no NaN, no +inf, some logit > -inf.
 bool isRealRow(std::span<const float> logits);

@@ -1,0 +1,484 @@
+#include "moe/fuzz/dispatch_campaign.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "moe/fuzz/report.hpp"
+#include "moe/oracle/dispatch.hpp"
+
+#ifndef MOE_ORACLE_VERSION
+#define MOE_ORACLE_VERSION "unknown"
+#endif
+
+namespace moe::fuzz {
+
+namespace {
+
+const char* slotBand(int64_t slots) {
+  if (slots <= 0) return "0";
+  if (slots < (int64_t{1} << 16)) return "1-65535";
+  if (slots < (int64_t{1} << 24)) return "65536-16777215";
+  return "16777216+";
+}
+
+const char* blockBand(int32_t block) {
+  if (block == 1) return "1";
+  if (block <= 16) return "2-16";
+  if (block <= 64) return "17-64";
+  return "65-256+";
+}
+
+const char* capacityBand(const DispatchCase& c) {
+  if (c.capacity < 0) return "none";
+  if (c.capacity == 0) return "0";
+  return "limited";
+}
+
+// Output arrays without their trailing sentinels (what the kernel left alone), so that a
+// reproducer of a large max_rows stays small; read back padded with the sentinel.
+nlohmann::json trimmed(const std::vector<int32_t>& v) {
+  size_t n = v.size();
+  while (n > 0 && v[n - 1] == kDispatchUnwritten) --n;
+  return std::vector<int32_t>(v.begin(), v.begin() + static_cast<int64_t>(n));
+}
+
+nlohmann::json outputJSON(const DispatchOutput& out) {
+  nlohmann::json j = {{"status", out.status},
+                      {"rows", out.rows},
+                      {"sorted_slots", trimmed(out.sortedSlots)},
+                      {"block_expert", trimmed(out.blockExpert)},
+                      {"unwritten", kDispatchUnwritten}};
+  if (out.fault) {
+    j["fault"] = {{"kind", std::string(kindName(out.fault->kind))},
+                  {"detail", out.fault->detail},
+                  {"tag", out.fault->tag}};
+  }
+  return j;
+}
+
+std::vector<int32_t> paddedList(const nlohmann::json& j, const char* key, size_t entries) {
+  if (!j.contains(key) || !j[key].is_array()) {
+    throw std::invalid_argument(fmt::format("output: \"{}\" must be an array", key));
+  }
+  std::vector<int32_t> v = j[key].get<std::vector<int32_t>>();
+  if (v.size() > entries) {
+    throw std::invalid_argument(
+        fmt::format("output: \"{}\" holds {} entries, the buffer {}", key, v.size(), entries));
+  }
+  v.resize(entries, kDispatchUnwritten);
+  return v;
+}
+
+DispatchOutput outputFromJSON(const nlohmann::json& j, const DispatchCase& c) {
+  if (!j.is_object()) throw std::invalid_argument("\"output\" must be an object");
+  DispatchOutput out;
+  out.status = j.at("status").get<int>();
+  out.rows = j.at("rows").get<int32_t>();
+  out.sortedSlots = paddedList(j, "sorted_slots", c.sortedEntries());
+  out.blockExpert = paddedList(j, "block_expert", c.blockExpertEntries());
+  if (j.contains("fault")) {
+    const auto& f = j["fault"];
+    const auto kind = kindFromName(f.at("kind").get<std::string>());
+    if (!kind) throw std::invalid_argument("output: unknown fault kind");
+    out.fault = DoorFault{*kind, f.at("detail").get<std::string>(), f.at("tag").get<std::string>()};
+  }
+  return out;
+}
+
+std::string writeFile(const std::string& path, const nlohmann::json& file) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path);
+  out << file.dump(2) << "\n";
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
+                 path.c_str());
+    return "";
+  }
+  return path;
+}
+
+// A list told compactly: "[3, 7, 12]" or its first entries.
+std::string listText(const std::vector<int32_t>& v, size_t n) {
+  std::string out = "[";
+  for (size_t i = 0; i < std::min<size_t>(n, v.size()); ++i) {
+    if (i == 48) {
+      out += fmt::format(", ... ({} more)", std::min<size_t>(n, v.size()) - 48);
+      break;
+    }
+    out += (i ? ", " : "") +
+           (v[i] == kDispatchUnwritten ? std::string("unwritten") : std::to_string(v[i]));
+  }
+  return out + "]";
+}
+
+std::string specText(const DispatchCase& c) {
+  if (!dueStatuses(c).empty()) {
+    std::string out = "outside the domain:";
+    for (const DueStatus& d : dueStatuses(c)) {
+      out += fmt::format(" {} ({});", dispatchStatusText(d.status), d.why);
+    }
+    return out;
+  }
+  std::vector<int64_t> ids(c.ids.begin(), c.ids.end());
+  const auto C =
+      c.capacity < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<size_t>(c.capacity));
+  const oracle::DispatchLayout l =
+      oracle::dispatchSpec(static_cast<size_t>(c.experts), static_cast<size_t>(c.block), C, ids);
+  std::vector<int32_t> slots(l.sortedSlots.begin(), l.sortedSlots.end());
+  std::vector<int32_t> blocks(l.blockExpert.begin(), l.blockExpert.end());
+  return fmt::format("rows {}, sorted_slots {}, block_expert {}", l.rows(),
+                     listText(slots, slots.size()), listText(blocks, blocks.size()));
+}
+
+}  // namespace
+
+std::string dispatchReport(const std::string& name, const DispatchCase& c,
+                           const DispatchOutput& out, const DispatchVerdict& v) {
+  std::string s = fmt::format("=== moe-oracle violation: {} ===\n", kindName(v.kind));
+  s += fmt::format("dispatch kernel: {} (moe_dispatch_v1)\ncase: {}\n", name, dispatchShapeText(c));
+  s += fmt::format("ids: {}\n", c.nullIds ? std::string("NULL") : listText(c.ids, c.ids.size()));
+  s += fmt::format("spec: {}\n", specText(c));
+  if (out.fault) {
+    s += fmt::format("kernel: {}\n", out.fault->detail);
+  } else {
+    const size_t rows = out.rows >= 0 && out.rows != kDispatchUnwritten
+                            ? static_cast<size_t>(out.rows)
+                            : out.sortedSlots.size();
+    s += fmt::format("kernel: status {}, rows {}, sorted_slots {}, block_expert {}\n", out.status,
+                     out.rows, listText(out.sortedSlots, rows),
+                     listText(out.blockExpert, c.block > 0 ? (rows + c.block - 1) / c.block : 0));
+  }
+  s += fmt::format("certificate: {}\n", v.certificate);
+  s += signatureLine(name, v.kind, v.tag) + "\n";
+  return s;
+}
+
+nlohmann::json dispatchReproducerFile(const Dispatcher& d, const DispatchCase& c,
+                                      const DispatchOutput& out, const DispatchVerdict& v,
+                                      const nlohmann::json& provenance) {
+  const std::string kind(kindName(v.kind));
+  nlohmann::json test = {{"tcId", 1},
+                         {"comment", v.certificate},
+                         {"flags", {kind}},
+                         {"result", "invalid"},
+                         {"kind", kind},
+                         {"tag", v.tag},
+                         {"certificate", v.certificate},
+                         {"impl", d.name()},
+                         {"contract", dispatchContractJSON(d.contract())},
+                         {"case", dispatchCaseJSON(c)},
+                         {"output", outputJSON(out)}};
+  return {{"algorithm", "moe-dispatch"},
+          {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
+          {"header",
+           {"A dispatch violation found by moe-oracle fuzz (moe_dispatch_v1); replay with "
+            "`moe-oracle replay`, tell with `moe-oracle explain`."}},
+          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
+          {"numberOfTests", 1},
+          {"provenance", provenance},
+          {"schema", "moe_vectors_v1.schema.json"},
+          {"testGroups", {{{"type", "DispatchReproducer"}, {"tests", {test}}}}}};
+}
+
+namespace {
+
+void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, DispatchOutput out,
+                DispatchVerdict v, const DispatchCampaignOptions& o) {
+  auto same = std::find_if(s.findings.begin(), s.findings.end(), [&](const DispatchFinding& f) {
+    return f.kind == v.kind && f.tag == v.tag;
+  });
+  if (same != s.findings.end()) {
+    ++same->count;
+    if (c.ids.size() >= same->smallest.ids.size()) return;
+  }
+  DispatchFinding f;
+  f.drawn = c;
+  shrinkDispatch(d, c, out, v, o.shrinkSeconds);
+  f.kind = v.kind;
+  f.tag = v.tag;
+  f.signature = signatureLine(d.name(), v.kind, v.tag);
+  f.report = dispatchReport(d.name(), c, out, v);
+  f.count = 1;
+  f.smallest = c;
+  if (same != s.findings.end()) {
+    if (c.ids.size() >= same->smallest.ids.size()) return;
+    f.count = same->count;
+    f.drawn = same->drawn;
+  }
+  std::string stem = fmt::format("{}-{}", d.name(), kindName(v.kind));
+  if (!v.tag.empty()) stem += "-" + v.tag;
+  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
+  const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
+                                     {"seed", o.seed},
+                                     {"impl", d.name()},
+                                     {"abi", "moe_dispatch_v1"}};
+  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
+                           dispatchReproducerFile(d, c, out, v, provenance));
+  if (same != s.findings.end()) {
+    *same = std::move(f);
+  } else {
+    s.findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  DispatchSummary s;
+  s.impl = d.name();
+  s.seed = o.seed;
+  s.minTokens = o.minTokens;
+  s.contract = dispatchContractJSON(d.contract());
+  std::mt19937_64 rng(o.seed);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const auto start = Clock::now();
+  auto lastProgress = start;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  double secondsPerSlot = 0;  // the kernel's own cost, to keep large cases inside the limit
+  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
+    if (o.stop && *o.stop) {
+      s.interrupted = true;
+      break;
+    }
+    DispatchDraw draw = o.draw;
+    // A case of 2^24 slots only when the kernel's cost so far says it ends in time.
+    draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed();
+    const DispatchCase c = drawDispatchCase(rng, draw);
+    DispatchOutput out;
+    const DispatchVerdict v = runAndJudgeDispatch(d, c, &out);
+    if (out.stopped) {
+      s.interrupted = true;
+      break;
+    }
+    ++s.cases;
+    if (!out.fault && c.ids.size() >= 65536) {
+      secondsPerSlot = std::max(secondsPerSlot * 0.9, out.seconds / double(c.ids.size()));
+    }
+    const bool inDomain = dueStatuses(c).empty();
+    if (!inDomain) ++s.outsideDomain;
+    if (v.abstained) {
+      ++s.abstained;
+      ++s.abstainReasons[v.abstainReason];
+      continue;
+    }
+    if (inDomain) {
+      s.tokens += static_cast<uint64_t>(c.tokens);
+      s.slots += c.ids.size();
+      ++s.slotBands[slotBand(c.slots())];
+      ++s.blocks[blockBand(c.block)];
+      ++s.capacity[capacityBand(c)];
+    }
+    if (!v.violation()) {
+      ++s.passed;
+    } else {
+      ++s.violationCases;
+      addFinding(s, d, c, out, v, o);
+      if (!o.keepGoing) break;
+    }
+    if (o.progress) {
+      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
+      if (Clock::now() - lastProgress > every) {
+        lastProgress = Clock::now();
+        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu slots%s",
+                     terminal ? "\r" : "", d.name().c_str(), elapsed(),
+                     static_cast<unsigned long long>(s.cases),
+                     static_cast<unsigned long long>(s.slots), terminal ? " " : "\n");
+      }
+    }
+  }
+  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  s.seconds = elapsed();
+  return s;
+}
+
+nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
+  nlohmann::json j;
+  j["impl"] = s.impl;
+  j["abi"] = "moe_dispatch_v1";
+  j["seed"] = s.seed;
+  j["seconds"] = s.seconds;
+  j["cases"] = s.cases;
+  j["passed"] = s.passed;
+  j["tokens"] = s.tokens;
+  j["slots"] = s.slots;
+  j["abstained"] = s.abstained;
+  j["violation_cases"] = s.violationCases;
+  j["contract"] = s.contract;
+  auto map = [](const std::map<std::string, uint64_t>& m) {
+    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
+  };
+  j["coverage"] = {{"slots", map(s.slotBands)},
+                   {"block", map(s.blocks)},
+                   {"capacity", map(s.capacity)},
+                   {"outside_domain", s.outsideDomain},
+                   {"abstain_reasons", map(s.abstainReasons)},
+                   {"min_tokens", s.minTokens},
+                   {"insufficient", s.insufficientCoverage()}};
+  j["interrupted"] = s.interrupted;
+  j["violations"] = nlohmann::json::array();
+  for (const auto& f : s.findings) {
+    auto shape = [](const DispatchCase& c) {
+      return nlohmann::json{{"tokens", c.tokens},     {"k", c.k},
+                            {"experts", c.experts},   {"block", c.block},
+                            {"capacity", c.capacity}, {"max_rows", c.maxRows}};
+    };
+    nlohmann::json sh = shape(f.smallest);
+    sh["drawn"] = shape(f.drawn);
+    j["violations"].push_back({{"signature", f.signature},
+                               {"kind", std::string(kindName(f.kind))},
+                               {"tag", f.tag},
+                               {"count", f.count},
+                               {"reproducer", f.reproducer},
+                               {"shape", sh}});
+  }
+  return j;
+}
+
+std::string dispatchSummaryText(const DispatchSummary& s) {
+  auto bands = [](const std::map<std::string, uint64_t>& m) {
+    std::string out;
+    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
+    return out;
+  };
+  std::string out = fmt::format(
+      "moe-oracle fuzz {} (moe_dispatch_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
+      "abstained, {} with a violation; {} outside the domain, their statuses judged)\n"
+      "coverage (cases judged inside the domain; {} tokens, {} slots): slots{}; block{}; "
+      "capacity{}\n",
+      s.impl, s.seed, s.seconds, s.cases, s.passed, s.abstained, s.violationCases, s.outsideDomain,
+      s.tokens, s.slots, bands(s.slotBands), bands(s.blocks), bands(s.capacity));
+  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+  for (const auto& f : s.findings) {
+    out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
+                       kindName(f.kind), f.signature, f.count,
+                       f.reproducer.empty() ? "(not saved)" : f.reproducer,
+                       dispatchShapeText(f.smallest), dispatchShapeText(f.drawn));
+  }
+  if (s.findings.empty() && s.insufficientCoverage()) {
+    out += fmt::format(
+        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
+        "abstained: this run is not a pass (exit 3)\n",
+        s.tokens, s.minTokens, s.abstained, s.cases);
+  }
+  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  return out;
+}
+
+bool isDispatchVectorFile(const nlohmann::json& file) {
+  if (!file.is_object() || !file.contains("testGroups")) return false;
+  for (const auto& g : file["testGroups"]) {
+    if (g.value("type", "") == "DispatchReproducer") return true;
+  }
+  return false;
+}
+
+namespace {
+
+struct Recorded {
+  DispatchCase c;
+  DispatchOutput out;
+  DispatchContract contract;
+  std::string kind;
+};
+
+Recorded readTest(const nlohmann::json& t) {
+  Recorded r;
+  r.c = dispatchCaseFromJSON(t.at("case"));
+  r.out = outputFromJSON(t.at("output"), r.c);
+  r.contract = parseDispatchContractJSON(t.at("contract"));
+  r.kind = t.at("kind").get<std::string>();
+  return r;
+}
+
+}  // namespace
+
+ReplaySummary replayDispatchVectors(const nlohmann::json& file, const Dispatcher* impl) {
+  ReplaySummary out;
+  for (const auto& g : file["testGroups"]) {
+    if (g["type"] != "DispatchReproducer") {
+      out.skipped += static_cast<int>(g["tests"].size());
+      out.lines.push_back(fmt::format("group {} skipped: not a dispatch group", g["type"].dump()));
+      continue;
+    }
+    for (const auto& t : g["tests"]) {
+      const int64_t tcId = t["tcId"].get<int64_t>();
+      Recorded r;
+      try {
+        r = readTest(t);
+      } catch (const std::exception& e) {
+        ++out.failed;
+        ++out.malformed;
+        out.failures.push_back({tcId, "error", e.what()});
+        out.lines.push_back(
+            fmt::format("DispatchReproducer tcId {}: malformed test: {}", tcId, e.what()));
+        continue;
+      }
+      const DispatchVerdict again = judgeDispatch(r.c, r.out, r.contract.order);
+      const std::string now = again.violation() ? std::string(kindName(again.kind)) : "none";
+      if (now != r.kind) {
+        ++out.failed;
+        out.failures.push_back({tcId, "mismatch", again.certificate});
+        out.lines.push_back(
+            fmt::format("DispatchReproducer tcId {}: recorded output was {} and is now judged {}",
+                        tcId, r.kind, now));
+        continue;
+      }
+      if (impl) {
+        const DispatchVerdict v = runAndJudgeDispatch(*impl, r.c);
+        if (v.violation()) {
+          ++out.failed;
+          out.failures.push_back({tcId, std::string(kindName(v.kind)), v.certificate});
+          out.lines.push_back(fmt::format("DispatchReproducer tcId {}: {} still violates: {}: {}",
+                                          tcId, impl->name(), kindName(v.kind), v.certificate));
+          continue;
+        }
+      }
+      ++out.passed;
+    }
+  }
+  return out;
+}
+
+std::string explainDispatchVectors(const nlohmann::json& file, const Dispatcher* impl,
+                                   int* unexplained) {
+  std::string text;
+  for (const auto& g : file["testGroups"]) {
+    if (g["type"] != "DispatchReproducer") continue;
+    for (const auto& t : g["tests"]) {
+      const int64_t tcId = t["tcId"].get<int64_t>();
+      try {
+        Recorded r = readTest(t);
+        std::string name = t.value("impl", "recorded");
+        if (impl) {
+          name = impl->name();
+          r.out = impl->run(r.c);
+        }
+        const DispatchVerdict v =
+            judgeDispatch(r.c, r.out, impl ? impl->contract().order : r.contract.order);
+        text += fmt::format("--- DispatchReproducer tcId {} ({}) ---\n", tcId,
+                            impl ? "rerun" : "the recorded output");
+        if (v.violation()) {
+          text += dispatchReport(name, r.c, r.out, v);
+        } else {
+          text += fmt::format("case: {}\nspec: {}\nverdict: {}\n", dispatchShapeText(r.c),
+                              specText(r.c),
+                              v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
+        }
+      } catch (const std::exception& e) {
+        text += fmt::format("--- DispatchReproducer tcId {}: cannot be read: {}\n", tcId, e.what());
+        if (unexplained) ++*unexplained;
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace moe::fuzz

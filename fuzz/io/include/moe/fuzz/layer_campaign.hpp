@@ -1,0 +1,80 @@
+// The layer door's campaign, reproducers, replay and explain (docs/fuzz.md "The layer
+// door"): fused-layer cases drawn from a seeded stream (layer_draw.hpp), each called with
+// and without the routing asked for and judged by the layer verdict; a violation shrunk
+// and written as a Wycheproof-style file (group LayerReproducer) that `moe-oracle replay`
+// judges again and `moe-oracle explain` tells.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "moe/fuzz/layer_draw.hpp"
+#include "moe/fuzz/layer_kernel.hpp"
+#include "moe/fuzz/layer_verdict.hpp"
+#include "moe/fuzz/vectors.hpp"
+
+namespace moe::fuzz {
+
+struct LayerCampaignOptions {
+  double seconds = 10;
+  uint64_t seed = 1;
+  uint64_t maxCases = 0;  // 0: only the time limit
+  std::string outDir = "moe-oracle-out";
+  LayerDraw draw;
+  bool keepGoing = false;
+  double shrinkSeconds = 10;
+  uint64_t minTokens = 1000;
+  bool progress = true;
+  const volatile std::sig_atomic_t* stop = nullptr;
+};
+
+// One distinct violation (kind and tag), its count and its smallest shrunk reproducer.
+struct LayerFinding {
+  ViolationKind kind = ViolationKind::kNone;
+  std::string tag, signature, reproducer, report;
+  uint64_t count = 0;
+  std::string smallest, drawn;  // the shapes (layerShapeText)
+};
+
+struct LayerSummary {
+  std::string impl;
+  uint64_t seed = 0;
+  double seconds = 0;
+  uint64_t cases = 0, passed = 0, acceptable = 0, abstained = 0, violationCases = 0;
+  uint64_t tokens = 0;  // tokens judged
+  std::map<std::string, uint64_t> styles, shapes, dtypes, routing, acceptableReasons,
+      abstainReasons;
+  std::vector<LayerFinding> findings;
+  uint64_t minTokens = 0;
+  bool interrupted = false;
+  nlohmann::json contract;
+  bool insufficientCoverage() const { return tokens < minTokens || abstained * 2 > cases; }
+  int exitCode() const { return !findings.empty() ? 1 : insufficientCoverage() ? 3 : 0; }
+};
+
+LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& options);
+nlohmann::json layerSummaryJSON(const LayerSummary& s);
+std::string layerSummaryText(const LayerSummary& s);
+
+// A reproducer file: one LayerReproducer test with the case, the call (routing asked or
+// not), the output and the verdict.
+nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
+                                   const LayerCaseResult& r, const nlohmann::json& provenance);
+// A report for a person: the case, the token, the coordinate and expert named, the
+// kernel's y against the reference and budget there, the certificate, the signature.
+std::string layerReport(const std::string& name, const LayerCase& c, const LayerCaseResult& r);
+
+// True when the file holds LayerReproducer groups (replay and explain send it here).
+bool isLayerVectorFile(const nlohmann::json& file);
+// Each LayerReproducer: the recorded output judged again must still be a violation; with
+// `impl`, the kernel rerun on the case must not violate.
+ReplaySummary replayLayerVectors(const nlohmann::json& file, const LayerKernel* impl);
+// Each test told for a person (rerun through `impl` when given).
+std::string explainLayerVectors(const nlohmann::json& file, const LayerKernel* impl,
+                                int* unexplained = nullptr);
+
+}  // namespace moe::fuzz

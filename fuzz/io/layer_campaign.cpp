@@ -1,0 +1,440 @@
+#include "moe/fuzz/layer_campaign.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/report.hpp"
+
+#ifndef MOE_ORACLE_VERSION
+#define MOE_ORACLE_VERSION "unknown"
+#endif
+
+namespace moe::fuzz {
+
+namespace {
+
+nlohmann::json hexValues(const std::vector<float>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float f : v) a.push_back(hex32(f));
+  return a;
+}
+
+std::vector<float> floatsOf(const nlohmann::json& j, const char* key, size_t n) {
+  if (!j.contains(key) || !j[key].is_array() || j[key].size() != n) {
+    throw std::invalid_argument(
+        fmt::format("output: \"{}\" must be an array of {} hex32 values", key, n));
+  }
+  std::vector<float> v;
+  for (const auto& x : j[key]) v.push_back(parseHex32(x.get<std::string>()));
+  return v;
+}
+
+nlohmann::json outputJSON(const LayerOutput& out) {
+  nlohmann::json j = {{"status", out.status}, {"routed", out.routed}, {"y", hexValues(out.y)}};
+  if (out.routed) {
+    j["ids"] = out.ids;
+    j["gates"] = hexValues(out.gates);
+  }
+  if (out.fault) {
+    j["fault"] = {{"kind", std::string(kindName(out.fault->kind))},
+                  {"detail", out.fault->detail},
+                  {"tag", out.fault->tag}};
+  }
+  return j;
+}
+
+LayerOutput outputFromJSON(const nlohmann::json& j, const LayerCase& c) {
+  if (!j.is_object()) throw std::invalid_argument("\"output\" must be an object");
+  LayerOutput out;
+  out.status = j.at("status").get<int>();
+  out.routed = j.value("routed", false);
+  const size_t slots = static_cast<size_t>(c.tokens) * c.k;
+  if (j.contains("fault")) {
+    const auto& f = j["fault"];
+    const auto kind = kindFromName(f.at("kind").get<std::string>());
+    if (!kind) throw std::invalid_argument("output: unknown fault kind");
+    out.fault =
+        RouteFault{*kind, f.at("detail").get<std::string>(), f.at("tag").get<std::string>()};
+    return out;
+  }
+  out.y = floatsOf(j, "y", static_cast<size_t>(c.tokens) * c.hidden);
+  if (out.routed) {
+    out.ids = j.at("ids").get<std::vector<int32_t>>();
+    if (out.ids.size() != slots) throw std::invalid_argument("output: \"ids\" has the wrong size");
+    out.gates = floatsOf(j, "gates", slots);
+  }
+  out.abstained = out.status != 0;
+  if (out.abstained) out.abstainReason = fmt::format("returned {}", out.status);
+  return out;
+}
+
+std::string writeFile(const std::string& path, const nlohmann::json& file) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path);
+  out << file.dump(1) << "\n";
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "moe-oracle fuzz: cannot write reproducer %s; the finding follows\n",
+                 path.c_str());
+    return "";
+  }
+  return path;
+}
+
+}  // namespace
+
+std::string layerReport(const std::string& name, const LayerCase& c, const LayerCaseResult& r) {
+  const LayerVerdict& v = *r.violation;
+  std::string s = fmt::format("=== moe-oracle violation: {} ===\n", kindName(v.kind));
+  s += fmt::format("layer kernel: {} (moe_layer_v1)\ncase: {}; routing {}\n", name,
+                   layerShapeText(c), r.output.routed ? "returned (ids, gates)" : "not asked");
+  if (r.output.fault) {
+    s += fmt::format("kernel: {}\n", r.output.fault->detail);
+  } else if (v.token >= 0) {
+    s += fmt::format("token {}", v.token);
+    if (v.coordinate >= 0 && v.coordinate < c.hidden) {
+      const float y = r.output.y[static_cast<size_t>(v.token) * c.hidden + v.coordinate];
+      s += fmt::format(", coordinate {}: y = {:.9g} ({})", v.coordinate, y, hex32(y));
+    }
+    s += v.expert >= 0 ? fmt::format(", expert {}", v.expert) : ", expert not isolated";
+    if (v.margin > 0) s += fmt::format("; {:.3g} times the budget", v.margin);
+    s += "\n";
+  }
+  s += fmt::format("certificate: {}\n", v.certificate);
+  s += signatureLine(name, v.kind, v.tag) + "\n";
+  return s;
+}
+
+nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
+                                   const LayerCaseResult& r, const nlohmann::json& provenance) {
+  const LayerVerdict& v = *r.violation;
+  const std::string kind(kindName(v.kind));
+  nlohmann::json test = {{"tcId", 1},
+                         {"comment", v.certificate},
+                         {"flags", {kind}},
+                         {"result", "invalid"},
+                         {"kind", kind},
+                         {"tag", v.tag},
+                         {"token", v.token},
+                         {"expert", v.expert},
+                         {"coordinate", v.coordinate},
+                         {"certificate", v.certificate},
+                         {"impl", kernel.name()},
+                         {"contract", contractJSON(kernel.contract())},
+                         {"routed", withRouting},
+                         {"case", layerCaseJSON(c)},
+                         {"output", outputJSON(r.output)}};
+  return {{"algorithm", "moe-layer"},
+          {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
+          {"header",
+           {"A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
+            "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits."}},
+          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
+          {"numberOfTests", 1},
+          {"provenance", provenance},
+          {"schema", "moe_vectors_v1.schema.json"},
+          {"testGroups", {{{"type", "LayerReproducer"}, {"tests", {test}}}}}};
+}
+
+namespace {
+
+void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool routed,
+                LayerCaseResult r, Judge& judge, const LayerCampaignOptions& o) {
+  const LayerVerdict v = *r.violation;
+  auto same = std::find_if(s.findings.begin(), s.findings.end(), [&](const LayerFinding& f) {
+    return f.kind == v.kind && f.tag == v.tag;
+  });
+  if (same != s.findings.end()) {
+    ++same->count;
+    return;  // the first case of a kind is shrunk; the others are counted
+  }
+  LayerFinding f;
+  f.drawn = layerShapeText(c);
+  shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
+  f.kind = r.violation->kind;
+  f.tag = r.violation->tag;
+  f.signature = signatureLine(kernel.name(), f.kind, f.tag);
+  f.report = layerReport(kernel.name(), c, r);
+  f.count = 1;
+  f.smallest = layerShapeText(c);
+  std::string stem = fmt::format("{}-{}", kernel.name(), kindName(f.kind));
+  if (!f.tag.empty()) stem += "-" + f.tag;
+  stem = safeFileStem(fmt::format("{}-seed{}", stem, o.seed));
+  const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
+                                     {"seed", o.seed},
+                                     {"impl", kernel.name()},
+                                     {"abi", "moe_layer_v1"}};
+  f.reproducer = writeFile((std::filesystem::path(o.outDir) / (stem + ".json")).string(),
+                           layerReproducerFile(kernel, c, routed, r, provenance));
+  s.findings.push_back(std::move(f));
+}
+
+}  // namespace
+
+LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  LayerSummary s;
+  s.impl = kernel.name();
+  s.seed = o.seed;
+  s.minTokens = o.minTokens;
+  s.contract = contractJSON(kernel.contract());
+  SeededSource src(o.seed);
+  Judge judge;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const auto start = Clock::now();
+  auto lastProgress = start;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  double secondsPerWork = 0;  // the judge's and kernel's cost so far, to keep cases in time
+  while (elapsed() < o.seconds && (o.maxCases == 0 || s.cases < o.maxCases)) {
+    if (o.stop && *o.stop) {
+      s.interrupted = true;
+      break;
+    }
+    LayerDraw draw = o.draw;
+    // A case may cost at most a tenth of the time left (never less than the smallest).
+    if (secondsPerWork > 0) {
+      const double left = std::max(0.0, o.seconds - elapsed());
+      draw.maxWork = std::clamp<int64_t>(static_cast<int64_t>(0.1 * left / secondsPerWork),
+                                         int64_t{1} << 12, draw.maxWork);
+    }
+    const DrawnLayer d = drawLayerCase(src, draw);
+    const LayerCase& c = d.c;
+    const bool routed = (src.u8() & 1) != 0;
+    const auto caseStart = Clock::now();
+    LayerCaseResult r = runAndJudgeLayer(kernel, c, routed, judge);
+    if (r.output.stopped) {
+      s.interrupted = true;
+      break;
+    }
+    const double work = double(c.tokens) * c.k * 3.0 * c.hidden * c.intermediate + 1;
+    const double took = std::chrono::duration<double>(Clock::now() - caseStart).count();
+    secondsPerWork = std::max(secondsPerWork * 0.9, took / work);
+    ++s.cases;
+    if (r.abstained) {
+      ++s.abstained;
+      ++s.abstainReasons[r.abstainReason];
+      continue;
+    }
+    s.tokens += r.tokens.size();
+    ++s.styles[d.style];
+    ++s.shapes[d.shape];
+    ++s.dtypes[layerDtypeName(c.dtype)];
+    ++s.routing[std::string(routed ? "returned" : "not-asked") + (c.family ? "+family" : "")];
+    if (!r.violation) {
+      const Outcome worst = r.worst();
+      if (worst == Outcome::kAcceptable) {
+        ++s.acceptable;
+        for (const auto& v : r.tokens) {
+          if (v.outcome == Outcome::kAcceptable) ++s.acceptableReasons[v.reason];
+        }
+      } else {
+        ++s.passed;
+      }
+    } else {
+      ++s.violationCases;
+      addFinding(s, kernel, c, routed, std::move(r), judge, o);
+      if (!o.keepGoing) break;
+    }
+    if (o.progress) {
+      const auto every = terminal ? std::chrono::seconds(1) : std::chrono::seconds(10);
+      if (Clock::now() - lastProgress > every) {
+        lastProgress = Clock::now();
+        std::fprintf(stderr, "%smoe-oracle fuzz %s: %.0f s, %llu cases, %llu tokens%s",
+                     terminal ? "\r" : "", kernel.name().c_str(), elapsed(),
+                     static_cast<unsigned long long>(s.cases),
+                     static_cast<unsigned long long>(s.tokens), terminal ? " " : "\n");
+      }
+    }
+  }
+  if (o.progress && terminal) std::fprintf(stderr, "\n");
+  s.seconds = elapsed();
+  return s;
+}
+
+nlohmann::json layerSummaryJSON(const LayerSummary& s) {
+  auto map = [](const std::map<std::string, uint64_t>& m) {
+    return m.empty() ? nlohmann::json::object() : nlohmann::json(m);
+  };
+  nlohmann::json j = {{"impl", s.impl},
+                      {"abi", "moe_layer_v1"},
+                      {"seed", s.seed},
+                      {"seconds", s.seconds},
+                      {"cases", s.cases},
+                      {"passed", s.passed},
+                      {"acceptable", s.acceptable},
+                      {"abstained", s.abstained},
+                      {"violation_cases", s.violationCases},
+                      {"tokens", s.tokens},
+                      {"contract", s.contract},
+                      {"interrupted", s.interrupted}};
+  j["coverage"] = {{"styles", map(s.styles)},
+                   {"shapes", map(s.shapes)},
+                   {"dtype", map(s.dtypes)},
+                   {"routing", map(s.routing)},
+                   {"acceptable_reasons", map(s.acceptableReasons)},
+                   {"abstain_reasons", map(s.abstainReasons)},
+                   {"min_tokens", s.minTokens},
+                   {"insufficient", s.insufficientCoverage()}};
+  j["violations"] = nlohmann::json::array();
+  for (const auto& f : s.findings) {
+    j["violations"].push_back({{"signature", f.signature},
+                               {"kind", std::string(kindName(f.kind))},
+                               {"tag", f.tag},
+                               {"count", f.count},
+                               {"reproducer", f.reproducer},
+                               {"shape", f.smallest},
+                               {"drawn", f.drawn}});
+  }
+  return j;
+}
+
+std::string layerSummaryText(const LayerSummary& s) {
+  auto bands = [](const std::map<std::string, uint64_t>& m) {
+    std::string out;
+    for (const auto& [k, n] : m) out += fmt::format(" {}:{}", k, n);
+    return out;
+  };
+  std::string out = fmt::format(
+      "moe-oracle fuzz {} (moe_layer_v1): seed {}, {:.1f} s, {} cases ({} passed, {} "
+      "acceptable, {} abstained, {} with a violation)\n"
+      "coverage ({} tokens judged): values{}; shapes{}; dtype{}; routing{}\n",
+      s.impl, s.seed, s.seconds, s.cases, s.passed, s.acceptable, s.abstained, s.violationCases,
+      s.tokens, bands(s.styles), bands(s.shapes), bands(s.dtypes), bands(s.routing));
+  if (s.acceptable > 0) out += fmt::format("acceptable tokens:{}\n", bands(s.acceptableReasons));
+  if (s.abstained > 0) out += fmt::format("abstained (not judged):{}\n", bands(s.abstainReasons));
+  for (const auto& f : s.findings) {
+    out += fmt::format("violation {} ({}): {} case(s); smallest reproducer {} ({}; drawn at {})\n",
+                       kindName(f.kind), f.signature, f.count,
+                       f.reproducer.empty() ? "(not saved)" : f.reproducer, f.smallest, f.drawn);
+  }
+  if (s.findings.empty() && s.insufficientCoverage()) {
+    out += fmt::format(
+        "insufficient coverage: {} tokens judged (at least {} needed), {} of {} cases "
+        "abstained: this run is not a pass (exit 3)\n",
+        s.tokens, s.minTokens, s.abstained, s.cases);
+  }
+  if (s.interrupted) out += "interrupted: the summary covers the cases run until the signal\n";
+  return out;
+}
+
+bool isLayerVectorFile(const nlohmann::json& file) {
+  if (!file.is_object() || !file.contains("testGroups")) return false;
+  for (const auto& g : file["testGroups"]) {
+    if (g.value("type", "") == "LayerReproducer") return true;
+  }
+  return false;
+}
+
+namespace {
+
+struct Recorded {
+  LayerCase c;
+  LayerOutput out;
+  Contract contract;
+  bool routed = false;
+  std::string kind;
+};
+
+Recorded readTest(const nlohmann::json& t) {
+  Recorded r;
+  r.c = layerCaseFromJSON(t.at("case"));
+  r.routed = t.value("routed", false);
+  r.out = outputFromJSON(t.at("output"), r.c);
+  r.contract = parseContractJSON(t.at("contract"));
+  if (!r.contract.isLayer()) throw std::invalid_argument("\"contract\" is not a moe_layer_v1 one");
+  r.kind = t.at("kind").get<std::string>();
+  return r;
+}
+
+}  // namespace
+
+ReplaySummary replayLayerVectors(const nlohmann::json& file, const LayerKernel* impl) {
+  ReplaySummary out;
+  Judge judge;
+  for (const auto& g : file["testGroups"]) {
+    if (g["type"] != "LayerReproducer") {
+      out.skipped += static_cast<int>(g["tests"].size());
+      out.lines.push_back(fmt::format("group {} skipped: not a layer group", g["type"].dump()));
+      continue;
+    }
+    for (const auto& t : g["tests"]) {
+      const int64_t tcId = t.value("tcId", int64_t{0});
+      Recorded r;
+      try {
+        r = readTest(t);
+      } catch (const std::exception& e) {
+        ++out.failed;
+        ++out.malformed;
+        out.failures.push_back({tcId, "error", e.what()});
+        out.lines.push_back(
+            fmt::format("LayerReproducer tcId {}: malformed test: {}", tcId, e.what()));
+        continue;
+      }
+      // The recorded output, judged again without the kernel: no rerun, so a cause that
+      // needs one may now be told as expert-output; it must still be a violation.
+      const LayerCaseResult again = judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
+      if (!again.violation) {
+        ++out.failed;
+        out.failures.push_back({tcId, "mismatch", "the recorded output is now judged to pass"});
+        out.lines.push_back(
+            fmt::format("LayerReproducer tcId {}: recorded output was {} and is now judged to pass",
+                        tcId, r.kind));
+        continue;
+      }
+      if (impl) {
+        const LayerCaseResult v = runAndJudgeLayer(*impl, r.c, r.routed, judge);
+        if (v.violation) {
+          ++out.failed;
+          out.failures.push_back(
+              {tcId, std::string(kindName(v.violation->kind)), v.violation->certificate});
+          out.lines.push_back(fmt::format("LayerReproducer tcId {}: {} still violates: {}: {}",
+                                          tcId, impl->name(), kindName(v.violation->kind),
+                                          v.violation->certificate));
+          continue;
+        }
+      }
+      ++out.passed;
+    }
+  }
+  return out;
+}
+
+std::string explainLayerVectors(const nlohmann::json& file, const LayerKernel* impl,
+                                int* unexplained) {
+  std::string text;
+  Judge judge;
+  for (const auto& g : file["testGroups"]) {
+    if (g["type"] != "LayerReproducer") continue;
+    for (const auto& t : g["tests"]) {
+      const int64_t tcId = t.value("tcId", int64_t{0});
+      try {
+        const Recorded r = readTest(t);
+        const std::string name = impl ? impl->name() : t.value("impl", "recorded");
+        const LayerCaseResult v =
+            impl ? runAndJudgeLayer(*impl, r.c, r.routed, judge)
+                 : judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
+        text += fmt::format("--- LayerReproducer tcId {} ({}; recorded as {}) ---\n", tcId,
+                            impl ? "rerun" : "the recorded output", r.kind);
+        if (v.violation) {
+          text += layerReport(name, r.c, v);
+        } else {
+          text += fmt::format("case: {}\nverdict: {}\n", layerShapeText(r.c),
+                              v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
+        }
+      } catch (const std::exception& e) {
+        text += fmt::format("--- LayerReproducer tcId {}: cannot be read: {}\n", tcId, e.what());
+        if (unexplained) ++*unexplained;
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace moe::fuzz

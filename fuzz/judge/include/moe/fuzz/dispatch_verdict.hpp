@@ -1,0 +1,55 @@
+// The dispatch verdict (docs/fuzz.md "The dispatch door"): exact. The statuses a case calls
+// for, then, on success, the kernel's list against the spec's (oracle/dispatch.hpp:
+// dispatchSpec over capacityKeeps): every kept slot exactly once, under its expert, experts
+// in increasing order, padding (the value tokens * k) only in padding places, rows and
+// block_expert consistent, and within an expert slot order unless the contract says "any".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moe/fuzz/dispatch_case.hpp"
+#include "moe/fuzz/dispatcher.hpp"
+#include "moe/fuzz/violation_kind.hpp"
+
+namespace moe::fuzz {
+
+struct DispatchVerdict {
+  bool abstained = false;  // EUNSUPPORTED / EINTERNAL on a valid call, or a stopped call
+  std::string abstainReason;
+  ViolationKind kind = ViolationKind::kNone;  // kNone: passed (or abstained)
+  std::string tag;                            // a fault's or a wrong status's
+  std::string certificate;                    // what broke, with the slots and positions
+  bool violation() const { return kind != ViolationKind::kNone; }
+};
+
+// The statuses the ABI allows for this case, with why; empty: it must succeed. Where
+// several errors apply, any of their statuses is right (the ABI orders none).
+struct DueStatus {
+  int status = 0;
+  std::string why;
+};
+std::vector<DueStatus> dueStatuses(const DispatchCase& c);
+
+DispatchVerdict judgeDispatch(const DispatchCase& c, const DispatchOutput& out,
+                              WithinExpertOrder order);
+
+// "MOE_ROUTE_EBADPARAMS (6)", ... for messages.
+std::string dispatchStatusText(int status);
+
+}  // namespace moe::fuzz
+
+namespace moe::fuzz {
+
+// Runs the dispatcher on the case and judges it.
+DispatchVerdict runAndJudgeDispatch(const Dispatcher& d, const DispatchCase& c,
+                                    DispatchOutput* out = nullptr);
+
+// Shrinks a violating case while the violation keeps its kind and tag: fewer tokens, a
+// smaller k, fewer experts, block 1, no capacity, empty slots, a plain max_rows; `seconds`
+// caps it. `c`, `out` and `v` become the smallest case found, its output and verdict.
+void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, DispatchVerdict& v,
+                    double seconds);
+
+}  // namespace moe::fuzz

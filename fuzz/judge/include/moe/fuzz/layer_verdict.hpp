@@ -1,0 +1,103 @@
+// The fused layer's verdict (moe_layer_v1; docs/fuzz.md "The fused layer"). Per token: the
+// routing the kernel returned, judged by the router verdict, then y against the spec's
+// sparse forward over the kernel's kept experts with its gates; a kernel that returns no
+// routing must produce a y acceptable for some routing the router verdict accepts (the
+// binary32 spec's, and the near-ties' swaps). The budget per coordinate is derived: a
+// forward error bound of the binary32 dot products, SiLU and combine in any summation order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "moe/fuzz/contract.hpp"
+#include "moe/fuzz/layer_case.hpp"
+#include "moe/fuzz/layer_kernel.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/verdict.hpp"
+
+namespace moe::fuzz {
+
+// One token's (or a call's) layer verdict. kind, token, expert and coordinate say what
+// broke; expert is -1 where no experiment isolated one.
+struct LayerVerdict {
+  Outcome outcome = Outcome::kExact;
+  std::string reason;  // acceptable: "near-tie-routing", "overflow", "nonreal-row", ...
+  ViolationKind kind = ViolationKind::kNone;
+  std::string tag;
+  std::string certificate;
+  int32_t token = -1, expert = -1, coordinate = -1;
+  double margin = 0;  // worst |y - ref| / budget over the coordinates (<= 1 when acceptable)
+};
+
+// The reference and budget of one routing of one token: ref_c = sum_s g_s f_s(x)_c in
+// binary64 and the binary32 budget b_c of docs/fuzz.md. overflow: some intermediate value
+// of the binary32 evaluation may pass binary32's range (y is then not judged).
+struct LayerReference {
+  std::vector<int32_t> experts;  // the kept experts, slot order
+  std::vector<double> gates;     // their gates
+  std::vector<double> ref, budget;
+  bool overflow = false;
+};
+
+// The budget's pieces for one expert on one token (binary64): the output f_c, the
+// magnitude sum_h |W2_ch| (|h_h| + dh_h) and the propagated error sum_h |W2_ch| dh_h of
+// the hidden activations h = silu(W1 x) * (W3 x). docs/fuzz.md derives them.
+struct ExpertTerms {
+  std::vector<double> f, mag, dev;
+  bool overflow = false;
+};
+ExpertTerms expertTerms(const LayerCase& c, int32_t t, int32_t e, double siluUlp);
+
+// The routing's reference and budget from the experts' terms: `allowance` (per slot, may be
+// empty) widens each gate (a routing the kernel did not return: its gates are known only
+// within the router verdict's budget).
+LayerReference combineReference(std::span<const int32_t> experts, std::span<const double> gates,
+                                std::span<const ExpertTerms* const> terms,
+                                std::span<const double> allowance, int32_t hidden,
+                                int32_t intermediate, double factor);
+
+// Judges one token of a call's output (the routing judged by `routeJudge`).
+LayerVerdict judgeLayerToken(const LayerCase& c, int32_t t, const LayerOutput& out,
+                             const Contract& contract, Judge& routeJudge, const LayerRerun& rerun);
+
+struct LayerCaseResult {
+  bool abstained = false;
+  std::string abstainReason;
+  LayerOutput output;
+  std::vector<LayerVerdict> tokens;       // one per token (until the first violation)
+  std::optional<LayerVerdict> violation;  // the first violation, if any
+  Outcome worst() const;
+};
+
+// Judges a call's whole output: a fault or a bad status first, then every token.
+LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Contract& contract,
+                                 Judge& routeJudge, const LayerRerun& rerun);
+
+}  // namespace moe::fuzz
+
+namespace moe::fuzz {
+
+// The kernel called on the case (withRouting: ids and gates asked for) and its output
+// judged, with the kernel's own reruns for the experiments.
+LayerCaseResult runAndJudgeLayer(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
+                                 Judge& routeJudge);
+
+// Shrinks a violating case (docs/fuzz.md "The layer door"): greedy, each step one smaller
+// case (the violating token alone, half the tokens, one token fewer, fewer slots k, fewer experts,
+// half or one fewer hidden and intermediate units, no family), kept when the kernel still shows the
+// same kind and tag; within `seconds`. `c` and `result` become the smallest case and its
+// result.
+void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, LayerCaseResult& result,
+                 Judge& routeJudge, double seconds);
+
+// The case cut to tokens [from, to), experts [0, n), hidden units [0, n), intermediate
+// units [0, n) (the weights cut to match; the family's bias to the experts kept).
+LayerCase layerTokens(const LayerCase& c, int32_t from, int32_t to);
+LayerCase layerExperts(const LayerCase& c, int32_t n);
+LayerCase layerHidden(const LayerCase& c, int32_t n);
+LayerCase layerIntermediate(const LayerCase& c, int32_t n);
+
+}  // namespace moe::fuzz

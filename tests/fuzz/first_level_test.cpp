@@ -1,0 +1,256 @@
+// The verdict's first level (fuzz/judge/first_level*): its exp within the bound it claims,
+// and every verdict the same with the first level on and off, over hundreds of thousands of
+// drawn cases of every family (moe_route_v1 and moe_route_v2), routed by the built-in
+// routers, the binary32 spec, the broken routers, and outputs perturbed on purpose (gates a
+// few ulps to far off, slots swapped, a kept expert replaced) so that violations and gates
+// near their budget are compared too.
+#include "moe/fuzz/first_level.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moe/fuzz/broken_routers.hpp"
+#include "moe/fuzz/first_level_simd.hpp"
+#include "moe/fuzz/router.hpp"
+#include "moe/fuzz/router_case.hpp"
+#include "moe/fuzz/verdict.hpp"
+#include "moe/oracle/certified/family.hpp"
+#include "moe/test/seed.hpp"
+
+namespace moe::fuzz {
+namespace {
+
+TEST(FirstLevelExp, StaysWithinItsBound) {
+  std::mt19937_64 rng(test::testSeed());
+  std::uniform_real_distribution<double> wide(-700, 720), narrow(-2, 2);
+  std::vector<double> t(400003);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = i % 2 ? wide(rng) : narrow(rng);
+  t[0] = 0;
+  t[1] = INFINITY;
+  t[2] = 700;
+  t[3] = -700;
+  t[4] = 0x1p-1074;
+  std::vector<double> out(t.size());
+  first::expNeg(t, out);
+  EXPECT_EQ(out[0], 1.0);
+  EXPECT_EQ(out[1], 0.0);
+  for (size_t i = 0; i < t.size(); ++i) {
+    const long double exact = std::exp(-static_cast<long double>(t[i]));
+    const long double err = std::fabs(static_cast<long double>(out[i]) - exact);
+    ASSERT_LE(err, first::kExpRel * exact + first::kExpAbs)
+        << "t = " << t[i] << " (" << std::hexfloat << t[i] << "): " << out[i];
+  }
+  // Below -700 the result is +inf, which the sigmoid turns into 0 (within kExpAbs).
+  const std::vector<double> big = {-701, -1e30, -INFINITY};
+  std::vector<double> bigOut(big.size());
+  first::expNeg(big, bigOut);
+  for (double v : bigOut) EXPECT_TRUE(std::isinf(v) && v > 0);
+}
+
+TEST(FirstLevelScan, CountsBeatersAndRealRows) {
+  const std::vector<float> x = {1, 3, 3, -INFINITY, 0.0f, -0.0f, 7, 3, 2, 1, 5, 3, 8, 9, 3, 3, 3};
+  EXPECT_TRUE(first::scanRow(x).real);
+  EXPECT_EQ(first::scanRow(x).max, 9.0f);
+  // Expert 7 (x = 3): beaten by 7, 5, 8, 9 and the 3s at 1 and 2.
+  EXPECT_EQ(first::countBeating(x, 7), 6);
+  EXPECT_EQ(first::countBeating(x, 5), first::countBeating(x, 4) + 1);  // -0 after +0
+  for (size_t at = 0; at < x.size(); ++at) {
+    std::vector<float> y = x;
+    y[at] = NAN;
+    EXPECT_FALSE(first::scanRow(y).real) << at;
+    y[at] = INFINITY;
+    EXPECT_FALSE(first::scanRow(y).real) << at;
+  }
+  EXPECT_FALSE(first::scanRow(std::vector<float>(19, -INFINITY)).real);
+}
+
+// The scores' error bounds enclose the exact scores (MPFR enclosures of the oracle): rows of
+// logits from tiny to far apart, sigmoid and softmax.
+TEST(FirstLevelScores, EncloseTheExactScores) {
+  std::mt19937_64 rng(test::testSeed());
+  std::uniform_real_distribution<float> unit(-1, 1);
+  std::vector<double> s, serr;
+  for (int row = 0; row < 400; ++row) {
+    const size_t E = 1 + rng() % 64;
+    const float spread = std::ldexp(1.0f, static_cast<int>(rng() % 16) - 6);
+    std::vector<float> x(E);
+    for (float& v : x) v = unit(rng) * spread;
+    if (row % 7 == 0) x[rng() % E] = -INFINITY;
+    for (int score = 0; score < 2; ++score) {
+      Family f;
+      f.score = score;
+      first::familyScores(x, f, s, serr);
+      const auto exact = oracle::certified::scoresEnclosure(
+          score == 1 ? oracle::ScoreFn::sigmoid : oracle::ScoreFn::softmax, x);
+      for (size_t i = 0; i < E; ++i) {
+        const double lo = exact[i].range.lowerDouble(), hi = exact[i].range.upperDouble();
+        ASSERT_LE(s[i] - serr[i], hi) << "row " << row << " score " << score << " expert " << i;
+        ASSERT_GE(s[i] + serr[i], lo) << "row " << row << " score " << score << " expert " << i;
+        // Tight enough to decide: far below every binary32 budget.
+        EXPECT_LE(serr[i], s[i] * 0x1p-36 + 0x1p-999);
+      }
+    }
+  }
+}
+
+// Perturbs one token of the output (one case in three): the kinds of mistake a kernel
+// makes, at every distance from the budget.
+void perturb(RouteOutput& out, const Case& c, std::mt19937_64& rng) {
+  if (c.tokens == 0 || c.k == 0 || c.experts == 0 || rng() % 3 != 0) return;
+  const size_t t = rng() % static_cast<size_t>(c.tokens);
+  const size_t k = static_cast<size_t>(c.k);
+  const size_t s = t * k + rng() % k;
+  switch (rng() % 5) {
+    case 0: {
+      static const double kUlps[] = {1, 2, 4, 8, 16, 64, 1024, 1 << 20};
+      const double ulps = kUlps[rng() % 8] * (rng() % 2 ? 1 : -1);
+      out.gates[s] = static_cast<float>(out.gates[s] * (1 + ulps * 0x1p-24));
+      break;
+    }
+    case 1:
+      out.gates[s] = std::nextafter(out.gates[s], rng() % 2 ? INFINITY : -INFINITY);
+      break;
+    case 2: {
+      const size_t other = t * k + rng() % k;
+      std::swap(out.ids[s], out.ids[other]);
+      std::swap(out.gates[s], out.gates[other]);
+      break;
+    }
+    case 3:
+      out.ids[s] = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.experts));
+      break;
+    default:
+      out.gates[s] *= 1.5f;
+      break;
+  }
+}
+
+struct Tally {
+  uint64_t cases = 0, tokens = 0, firstLevel = 0, violations = 0, acceptable = 0;
+};
+
+// Judges the recorded output with and without the first level and requires the same
+// verdicts, field by field (the margin to the bit).
+void judgeBothWays(const Case& c, const RouteOutput& out, const Contract& contract,
+                   const std::string& who, Tally& tally) {
+  VerdictConfig on, off;
+  off.firstLevel = false;
+  LevelCounters onLevels, offLevels;
+  const CaseResult a = judgeRecorded(c, out.ids, out.gates, contract, on, onLevels);
+  const CaseResult b = judgeRecorded(c, out.ids, out.gates, contract, off, offLevels);
+  const std::string where = who + ": case " + std::to_string(tally.cases) + " E " +
+                            std::to_string(c.experts) + " k " + std::to_string(c.k) + " T " +
+                            std::to_string(c.tokens) +
+                            (c.family ? " family " + familyText(*c.family) : "");
+  ASSERT_EQ(a.tokens.size(), b.tokens.size()) << where;
+  ASSERT_EQ(a.violation.has_value(), b.violation.has_value()) << where;
+  for (size_t t = 0; t < a.tokens.size(); ++t) {
+    const Verdict &x = a.tokens[t], &y = b.tokens[t];
+    const std::string at = where + " token " + std::to_string(t) + ": " + y.reason + " " +
+                           std::string(kindName(y.kind)) + " " + y.certificate;
+    ASSERT_EQ(x.outcome, y.outcome) << at;
+    ASSERT_EQ(x.reason, y.reason) << at;
+    ASSERT_EQ(x.kind, y.kind) << at;
+    ASSERT_EQ(x.tag, y.tag) << at;
+    ASSERT_EQ(x.certificate, y.certificate) << at;
+    ASSERT_EQ(x.token, y.token) << at;
+    ASSERT_EQ(std::bit_cast<uint64_t>(x.margin), std::bit_cast<uint64_t>(y.margin)) << at;
+    ASSERT_EQ(x.cause, y.cause) << at;
+    ASSERT_EQ(x.causeText, y.causeText) << at;
+    tally.violations += y.outcome == Outcome::kViolation;
+    tally.acceptable += y.outcome == Outcome::kAcceptable;
+  }
+  EXPECT_EQ(offLevels.firstLevel, 0u);
+  ++tally.cases;
+  tally.tokens += a.tokens.size();
+  tally.firstLevel += onLevels.firstLevel;
+}
+
+void compareOn(const Router& router, int cases, uint64_t seed, const ShapeSpace& shapes,
+               Tally& tally) {
+  SeededSource source(seed);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < cases; ++i) {
+    const Case c = routerCase(source, router.contract(), shapes);
+    if (c.family && !familyInvalidReason(*c.family, c.experts).empty()) continue;
+    RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads,
+                                   c.family ? &*c.family : nullptr);
+    if (out.fault || out.abstained) continue;
+    perturb(out, c, rng);
+    judgeBothWays(c, out, router.contract(), router.name(), tally);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+ShapeSpace smallShapes() {
+  ShapeSpace s;
+  s.experts = IntSet::range(0, 300);
+  s.tokens = IntSet::range(0, 6);
+  s.tokensGiven = true;
+  return s;
+}
+
+void report(const char* what, const Tally& t) {
+  std::printf(
+      "%s: %llu cases, %llu tokens, %llu decided by the first level, %llu acceptable, "
+      "%llu violations\n",
+      what, static_cast<unsigned long long>(t.cases), static_cast<unsigned long long>(t.tokens),
+      static_cast<unsigned long long>(t.firstLevel), static_cast<unsigned long long>(t.acceptable),
+      static_cast<unsigned long long>(t.violations));
+}
+
+TEST(FirstLevel, SameVerdictsAsTheLadderOnV1) {
+  registerBrokenRouters();
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(makeSpec32Router(false));
+  for (const std::string& name : builtinRouterNames()) {
+    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name));
+  }
+  int bugs = 0;
+  const BugInfo* info = brokenRouterBugs(&bugs);
+  for (int b = 0; b < bugs; ++b) {
+    routers.push_back(openRouter("broken-" + std::string(info[b].name)));
+  }
+  Tally tally;
+  uint64_t seed = test::testSeed();
+  for (const auto& r : routers) {
+    compareOn(*r, 12000, seed++, smallShapes(), tally);
+    if (HasFatalFailure()) return;
+  }
+  report("v1", tally);
+  EXPECT_GT(tally.cases, 100000u);
+  // The comparison means something only when both sides of every decision are reached.
+  EXPECT_GT(tally.firstLevel, tally.tokens / 4);
+  EXPECT_GT(tally.violations, 1000u);
+  EXPECT_GT(tally.acceptable, 1000u);
+}
+
+TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(makeSpec32Router(true));
+  RouterOptions v2;
+  v2.abi = std::string(kAbiV2);
+  for (const std::string& name : builtinRouterNamesV2()) {
+    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name, v2));
+  }
+  Tally tally;
+  uint64_t seed = test::testSeed() + 1000;
+  const int each = 120000 / static_cast<int>(routers.size());
+  for (const auto& r : routers) {
+    compareOn(*r, each, seed++, smallShapes(), tally);
+    if (HasFatalFailure()) return;
+  }
+  report("v2", tally);
+  EXPECT_GT(tally.cases, 100000u);
+  EXPECT_GT(tally.firstLevel, tally.tokens / 4);
+  EXPECT_GT(tally.violations, 1000u);
+  EXPECT_GT(tally.acceptable, 1000u);
+}
+
+}  // namespace
+}  // namespace moe::fuzz
