@@ -705,7 +705,7 @@ def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
     let xs ← numbered f n (i + 1)
     return x :: xs
 
-/-! ## The routing family (issue 16): RouteScoresTest, RouteGatesTest, SigmoidTest
+/-! ## The routing family (docs/design.md §6): RouteScoresTest, RouteGatesTest, SigmoidTest
 
 Besides exporting, every case checks properties of the spec in its own context, and a
 case that fails one becomes a `PropertyFailure`, which makes `main` (and so `regen`) fail:
@@ -762,6 +762,60 @@ def isMixtral {α : Type} [Context α] [Exportable α] (p : RouteParams α) : Bo
     | some _ => false) &&
   p.groups == 1 && p.renormalize && sameVal p.scale Context.one
 
+/-- `routeGatesFromScores p s c` given `mask`, its `routeKeptIn` of every expert: the same
+expression (the kept scores summed in index order, each kept gate `(s_e [/ total]) * scale`,
+the others zero), walked once beside s instead of reading `Lst.getD mask e` per expert. -/
+def gatesGivenMask {α : Type} [Context α] (p : RouteParams α) (s : List α) (mask : List Bool) :
+    List α :=
+  let rows := Lst.zip s (Lst.app mask (Lst.replicate (Lst.len s - Lst.len mask) false))
+  let total := sumSpec (Lst.filterMap (fun (r : α × Bool) => if r.2 then some r.1 else none)
+    rows)
+  Lst.map (fun (r : α × Bool) => if r.2 then
+      Context.mul (if p.renormalize then Context.div r.1 total else r.1) p.scale
+    else Context.zero) rows
+
+/-- One case's routing, each ranking computed once: the group scores, every expert's
+eligibility and rank (`eligibleMaskIn`, `routeRanksIn`), `routeKept` of each, the kept
+groups and experts, and the gates. At E = 384 a ranking costs E² steps, so the exporter
+computes it once per case rather than once per output; `routedIsSpec` checks every field
+against the spec's own definitions. -/
+structure Routed (α : Type) where
+  gsc : List α
+  el : List Bool
+  ranks : List Nat
+  mask : List Bool
+  keptGroups : List Nat
+  kept : List Nat
+  gates : List α
+
+def routed {α : Type} [Context α] (p : RouteParams α) (s c : List α) : Routed α :=
+  let gsc := groupScores p.groupScore p.groups c
+  let el := eligibleMaskIn p (Lst.len c) gsc
+  let r := routeRanksIn p c gsc
+  let mask := routeKeptMaskOf p.k el r
+  { gsc := gsc, el := el, ranks := r, mask := mask,
+    keptGroups := keptExperts p.topkGroups gsc, kept := routeKeptExpertsOf p.k el r,
+    gates := gatesGivenMask p s mask }
+
+/-- `routed` agrees with the spec's definitions evaluated as written: on every row, the kept
+groups (`keptGroups`) and, for each kept expert, `eligibleIn` and `routeKeptIn` one expert
+at a time; on rows of up to 16 experts also every expert's `eligibleIn`, `routeRankIn` and
+`routeKeptIn`, `routeKeptExperts` and `routeGatesFromScores` (on larger rows the pointwise
+ranks would cost E³ steps; Spec.lean's `#guard` checks the all-at-once forms over every
+small row). -/
+def routedIsSpec {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s c : List α)
+    (r : Routed α) : Bool :=
+  let E := Lst.len c
+  let idx := Lst.range E
+  Lst.eqBy Lst.eqNat r.keptGroups (keptGroups p c) &&
+  Lst.all (fun e => eligibleIn p E r.gsc e && routeKeptIn p c r.gsc e) r.kept &&
+  (decide (16 < E) ||
+    (Lst.eqBy Lst.eqBool r.el (Lst.map (eligibleIn p E r.gsc) idx) &&
+      Lst.eqBy Lst.eqNat r.ranks (Lst.map (routeRankIn p c r.gsc) idx) &&
+      Lst.eqBy Lst.eqBool r.mask (Lst.map (routeKeptIn p c r.gsc) idx) &&
+      Lst.eqBy Lst.eqNat r.kept (routeKeptExperts p c) &&
+      sameVec r.gates (routeGatesFromScores p s c)))
+
 /-- A group's max if the fold kept the FIRST of equal keys (`if x > m then x else m`): the
 reading of `groupMax` the spec does not take (it keeps the last, maxOfLe). -/
 def groupMaxKeepFirst {α : Type} [Context α] (c : List α) (G g : Nat) : α :=
@@ -782,16 +836,17 @@ def groupTop2NoZero {α : Type} [Context α] (c : List α) (G g : Nat) : α :=
 keys, biases and group scores, the scale, a zero total, group scores whose zero sign tells
 a reading apart, inputs that are not binary32 values (`inputs`: the scores or the logits,
 with the bias and the scale), and the models' sizes. -/
-def edgeFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c gsc : List α) :
-    List String :=
+def edgeFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c gsc : List α)
+    (mask : List Bool) : List String :=
   let E := Lst.len c
   let G := p.groups
   let alt := Lst.map (fun g => match p.groupScore with
     | .max => groupMaxKeepFirst c G g
     | .top2Sum => groupTop2NoZero c G g) (Lst.range G)
-  let keptIdx := Lst.filter (routeKeptIn p c gsc) (Lst.range E)
-  let total := sumSpec (Lst.map (score s) keptIdx)
-  let zeroTotal := p.renormalize && Lst.len keptIdx != 0 && !Exportable.isNaN total &&
+  let keptScores := Lst.filterMap (fun (sk : α × Bool) => if sk.2 then some sk.1 else none)
+    (Lst.zip s mask)
+  let total := sumSpec keptScores
+  let zeroTotal := p.renormalize && Lst.len keptScores != 0 && !Exportable.isNaN total &&
     !Context.gtBool total Context.zero && !Context.gtBool Context.zero total
   let biasVals := match p.bias with
     | some b => b
@@ -817,13 +872,13 @@ def edgeFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inp
 
 /-- Flags that describe the routing of one case on its scores `s` and keys `c` (`inputs`:
 the case's scores or logits). -/
-def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c : List α) :
-    List String :=
+def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c : List α)
+    (r : Routed α) : List String :=
   let E := Lst.len c
   let G := p.groups
   let t := p.topkGroups
-  let gsc := groupScores p.groupScore G c
-  let nEl := Lst.len (Lst.filter (eligibleIn p E gsc) (Lst.range E))
+  let gsc := r.gsc
+  let nEl := Lst.len (Lst.filter (fun b => b) r.el)
   let order := keptExperts (t + 1) gsc
   let gt := fun (a b : α) => Context.gtBool a b
   let biased := match p.bias with
@@ -848,27 +903,30 @@ def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (i
     if G == E && 1 < E then ["GroupsOfOne"] else [],
     if decide (nEl < p.k) && decide (nEl < E) then ["KAboveEligible"] else [],
     if isMixtral p then ["MixtralParams"] else [],
-    edgeFlags p inputs s c gsc]
+    edgeFlags p inputs s c gsc r.mask]
 
 /-- The properties every context shares (see the section's comment): the kept experts are
 eligible, lie in kept groups, are `routeKept`, and number `min k (eligible)`; the family
 with Mixtral's parameters is `gatesFromProbs` on the scores. -/
 def sharedPropertiesHold {α : Type} [Context α] [Exportable α] (p : RouteParams α)
-    (s c : List α) : Bool :=
+    (s c : List α) (r : Routed α) : Bool :=
   let E := Lst.len c
-  let gsc := groupScores p.groupScore p.groups c
-  let ke := routeKeptExperts p c
-  let kg := keptGroups p c
-  let nEl := Lst.len (Lst.filter (eligibleIn p E gsc) (Lst.range E))
+  let gsc := r.gsc
+  let ke := r.kept
+  let kg := r.keptGroups
+  let nEl := Lst.len (Lst.filter (fun b => b) r.el)
   -- The counts are theorems for valid parameters and keys and group scores without NaN.
   let inDomain := paramsValid E p && !Lst.any Exportable.isNaN c &&
     !Lst.any Exportable.isNaN gsc
+  let mixtral : RouteParams α := mixtralParams p.k
+  routedIsSpec p s c r &&
   (!inDomain ||
-    Lst.all (fun e => eligibleIn p E gsc e && routeKeptIn p c gsc e &&
+    Lst.all (fun e => Lst.getD r.el e false && Lst.getD r.mask e false &&
       (decide (p.groups ≤ 1) || Lst.any (· == groupOf E p.groups e) kg)) ke &&
     Lst.len ke == min p.k nEl &&
-    Lst.len (Lst.filter (routeKeptIn p c gsc) (Lst.range E)) == min p.k nEl) &&
-  sameVec (routeGatesFromScores (mixtralParams p.k) s s) (gatesFromProbs p.k s)
+    Lst.len (Lst.filter (fun b => b) r.mask) == min p.k nEl) &&
+  sameVec (routed mixtral s s).gates (gatesFromProbs p.k s) &&
+  (decide (16 < E) || sameVec (routeGatesFromScores mixtral s s) (gatesFromProbs p.k s))
 
 /-- A strictly increasing, positive rational stand-in for exp (`exp 0 = 1`): with it,
 softmax and sigmoid are strictly increasing maps of the logits over ℚ, as over ℝ. -/
@@ -898,16 +956,11 @@ def ratPropertiesHold (p : RouteParams Rat) (s : List Rat) : Bool :=
 def validityFields (valid : Bool) (broken : List String) : List (String × String) :=
   [("paramsValid", if valid then "true" else "false"), ("brokenRules", arr (Lst.map q broken))]
 
-/-- The per-expert outputs both family groups carry: eligible, routeRank, routeKept (through
-the `...In` forms with the group scores computed once: `eligible p c e` is by definition
-`eligibleIn p E (groupScores ..) e`, and so on). -/
-def expertFields {α : Type} [Context α] (p : RouteParams α) (c gsc : List α) :
-    List (String × String) :=
-  let E := Lst.len c
-  let idx := Lst.range E
-  [("eligible", boolArr (Lst.map (eligibleIn p E gsc) idx)),
-    ("routeRanks", natArr (Lst.map (routeRankIn p c gsc) idx)),
-    ("routeKept", boolArr (Lst.map (routeKeptIn p c gsc) idx))]
+/-- The per-expert outputs both family groups carry: eligible, routeRank, routeKept (from
+`routed`: `eligible p c e` is by definition `eligibleIn p E (groupScores ..) e`, and so on;
+`routedIsSpec` checks them against the pointwise definitions). -/
+def expertFields {α : Type} (r : Routed α) : List (String × String) :=
+  [("eligible", boolArr r.el), ("routeRanks", natArr r.ranks), ("routeKept", boolArr r.mask)]
 
 /-- RouteScoresTest: the family given the scores `s` (no exp, so any context, `Rat`
 included): keys, group scores, kept groups, eligibility, ranks, kept experts, gates. Outside
@@ -916,17 +969,17 @@ def routeScoresCase {α : Type} [Context α] [Exportable α] (comment : String)
     (extra : List String) (p : RouteParams α) (s : List α) (ratOk : Bool) : Case :=
   let c := biasedKeys p.bias s
   let E := Lst.len s
-  let gsc := groupScores p.groupScore p.groups c
+  let r := routed p s c
   let valid := paramsValid E p
   let broken := paramsBrokenRules E p
-  let ok := sharedPropertiesHold p s c && ratOk && valid == (Lst.len broken == 0)
+  let ok := sharedPropertiesHold p s c r && ratOk && Lst.eqBool valid (Lst.len broken == 0)
   { group := if ok then "RouteScoresTest" else "PropertyFailure", comment := comment,
-    flags := addFlags (familyFlags p s s c) extra, result := if valid then "valid" else "invalid",
+    flags := addFlags (familyFlags p s s c r) extra,
+    result := if valid then "valid" else "invalid",
     fields := joinLists [[ctx α], paramsFields true p, validityFields valid broken,
-      [("scores", vecText s), ("keys", vecText c), ("groupScores", vecText gsc),
-      ("keptGroups", natArr (keptGroups p c))], expertFields p c gsc,
-      [("routeKeptExperts", natArr (routeKeptExperts p c)),
-      ("gates", vecText (routeGatesFromScores p s c))]] }
+      [("scores", vecText s), ("keys", vecText c), ("groupScores", vecText r.gsc),
+      ("keptGroups", natArr r.keptGroups)], expertFields r,
+      [("routeKeptExperts", natArr r.kept), ("gates", vecText r.gates)]] }
 
 /-- The exp values `routeGates` used, in call order: softmax's `exp(x_i - m)`, or the
 sigmoid's `exp(0 - x_i)`. -/
@@ -943,7 +996,7 @@ def routeGatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String
   let s := Activation.scoresSpec p.score l
   let c := biasedKeys p.bias s
   let E := Lst.len l
-  let gsc := groupScores p.groupScore p.groups c
+  let r := routed p s c
   let valid := paramsValid E p
   let broken := paramsBrokenRules E p
   let softmax := match p.score with
@@ -951,10 +1004,15 @@ def routeGatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String
     | .sigmoid => false
   let saturates := !softmax && Lst.any (fun (xy : α × α) => !Exportable.isInf xy.1 &&
     sameVal xy.2 (Context.one : α)) (Lst.zip l s)
-  let ok := sharedPropertiesHold p s c && valid == (Lst.len broken == 0) &&
-    sameVec (routeGates (mixtralParams p.k) l) (gatesVecSpec p.k l)
+  -- routeGates p l is routeGatesFromScores p s c (its definition): r.gates, checked by
+  -- routedIsSpec; with Mixtral's parameters, gatesVecSpec (the theorem, checked bit for bit)
+  let sm := Activation.scoresSpec .softmax l
+  let ok := sharedPropertiesHold p s c r && Lst.eqBool valid (Lst.len broken == 0) &&
+    sameVec (routed (mixtralParams p.k) sm sm).gates (gatesVecSpec p.k l) &&
+    (decide (16 < E) || (sameVec (routeGates (mixtralParams p.k) l) (gatesVecSpec p.k l) &&
+      sameVec (routeGates p l) r.gates))
   { group := if ok then "RouteGatesTest" else "PropertyFailure", comment := comment,
-    flags := addFlags (familyFlags p l s c)
+    flags := addFlags (familyFlags p l s c r)
       (joinLists [extra, if saturates then ["SigmoidSaturates"] else [],
         if Lst.any Exportable.isNaN l then ["NaNLogit"] else [],
         if Lst.any Exportable.isInf l then ["InfiniteLogit"] else []]),
@@ -964,10 +1022,9 @@ def routeGatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String
       if softmax then [("max", Exportable.text (Activation.softmaxTraceWith
         ExpContext.exp l).m)] else [],
       [("exps", vecText (familyExps p.score l)), ("scores", vecText s),
-      ("keys", vecText c), ("groupScores", vecText gsc),
-      ("keptGroups", natArr (keptGroups p c))], expertFields p c gsc,
-      [("routeKeptExperts", natArr (routeKeptExperts p c)),
-      ("gates", vecText (routeGates p l))]] }
+      ("keys", vecText c), ("groupScores", vecText r.gsc),
+      ("keptGroups", natArr r.keptGroups)], expertFields r,
+      [("routeKeptExperts", natArr r.kept), ("gates", vecText r.gates)]] }
 
 /-- SigmoidTest: `sigmoidSpec` of each logit with the exp values it used. -/
 def sigmoidCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
@@ -1092,7 +1149,7 @@ def routeGatesCase' (i : Nat) : Gen Case := do
     return routeGatesCase s!"binary32 logits #{i}, E={E} G={G}" [] p l
   return routeGatesCase s!"binary64 logits #{i}, E={E} G={G}" [] (widenParams p) (widen l)
 
-/-- The models of issue 16 at small sizes: name, E, parameters (biases `b` where the model
+/-- The models of docs/design.md §6 at small sizes: name, E, parameters (biases `b` where the model
 has them). -/
 def modelParams (m : Nat) (b : List Float32) : String × Nat × RouteParams Float32 :=
   let one := f32one
@@ -1623,7 +1680,7 @@ def allCases : Gen (List Case) := do
   -- Drawn after every earlier group, so that adding them left the earlier draws unchanged.
   let fp ← numbered forwardProbsCase' 120 0
   let sp ← numbered softmaxPermuteCase' 100 0
-  -- The routing family (issue 16), drawn after everything else for the same reason.
+  -- The routing family (docs/design.md §6), drawn after everything else for the same reason.
   let rs ← numbered routeScoresCase' 300 0
   let rg ← numbered routeGatesCase' 200 0
   let md ← numbered modelCase' 96 0

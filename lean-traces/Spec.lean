@@ -111,6 +111,18 @@ def eqBy {β : Type} (eq : β → β → Bool) : List β → List β → Bool
   | x :: xs, y :: ys => eq x y && eqBy eq xs ys
   | _, _ => false
 
+/-- Bool equality by cases (the interpreter has no code for `==` on `Bool`, which goes
+through `instBEqOfDecidableEq`). -/
+def eqBool : Bool → Bool → Bool
+  | true, true => true
+  | false, false => true
+  | _, _ => false
+
+/-- Nat equality as a function to pass (`Lst.eqBy eqNat`): `==` on a `List Nat` in a
+definition generic over a `Context` asks for `instBEqOfDecidableEq._redArg`, which the
+interpreter lacks. -/
+def eqNat (a b : Nat) : Bool := a == b
+
 def insertSorted (x : Nat) : List Nat → List Nat
   | [] => [x]
   | y :: ys => if x ≤ y then x :: y :: ys else y :: insertSorted x ys
@@ -121,7 +133,7 @@ end Lst
 
 /-- A scalar context: TorchLean's `Context` without `exp` (so that `Rat` has one).
 `max` is Lean's `maxOfLe` (`if x ≤ y then y else x`); `gtBool x y = decide (x > y)`.
-`one` is a field, not derived: the routing family (issue 16) needs it for the sigmoid
+`one` is a field, not derived: the routing family (docs/design.md §6) needs it for the sigmoid
 `1 / (1 + exp(0 - x))` and for "scale 1 = no scaling", and no total derivation exists in
 every context (`x / x` is 0 at 0 over `Rat`, `exp 0` needs an `ExpContext`). The C++
 oracle's `ContextBase::one()` is the literal 1, as here. -/
@@ -382,7 +394,7 @@ def switchBalance (E : Nat) (group : List (Nat × List Rat)) : Rat :=
 
 end Spec.MoE
 
-/-! ## The routing family of today's open MoE models (issue 16)
+/-! ## The routing family of today's open MoE models (docs/design.md §6, The routing family)
 
 Scores `s` (softmax or sigmoid of the logits), selection keys `c = s + b` (exactly `s`
 without a bias), optional groups of experts ranked by a group score, the k best eligible
@@ -501,7 +513,8 @@ variable {α : Type} [Context α]
 def biasedKeys (bias : Option (List α)) (s : List α) : List α :=
   match bias with
   | none => s
-  | some b => Lst.map (fun i => Context.add (score s i) (score b i)) (Lst.range (Lst.len s))
+  | some b => Lst.map (fun (sb : α × α) => Context.add sb.1 sb.2)
+      (Lst.zip s (Lst.app b (Lst.replicate (Lst.len s - Lst.len b) Context.zero)))
 
 /-- The experts of group g out of G over E experts: `[g·E/G, (g+1)·E/G)`. -/
 def groupMembers (E G g : Nat) : List Nat :=
@@ -510,9 +523,11 @@ def groupMembers (E G g : Nat) : List Nat :=
 /-- The group of expert e: `e / (E/G)` (0 for every expert when E/G = 0). -/
 def groupOf (E G e : Nat) : Nat := e / (E / G)
 
-/-- The keys of group g, in index order. -/
+/-- The keys of group g, in index order: those of `groupMembers`, the E/G keys from
+g·E/G on (taken from the list in one walk rather than read one `score` at a time). -/
 def groupKeys (c : List α) (G g : Nat) : List α :=
-  Lst.map (score c) (groupMembers (Lst.len c) G g)
+  let n := Lst.len c / G
+  Lst.take n (Lst.drop (g * n) c)
 
 /-- `groupMax c G g`: the left fold of `max` over the group's keys seeded with its first
 key (softmax's max; zero for an empty group, which only an invalid G makes). -/
@@ -554,10 +569,10 @@ def eligible (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
 
 /-- `routeRank` given the group scores. -/
 def routeRankIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : Nat :=
+  let E := Lst.len c
   let ce := score c e
   Lst.foldl (fun n (jc : Nat × α) =>
-    if eligibleIn p (Lst.len c) gsc jc.1 && beatsAt jc.2 jc.1 ce e then n + 1 else n) 0
-    (indexed c)
+    if eligibleIn p E gsc jc.1 && beatsAt jc.2 jc.1 ce e then n + 1 else n) 0 (indexed c)
 
 /-- `routeRank p c e`: how many eligible experts beat e on the keys `c`. -/
 def routeRank (p : RouteParams α) (c : List α) (e : Nat) : Nat :=
@@ -572,21 +587,46 @@ def routeKeptIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : B
 def routeKept (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
   routeKeptIn p c (groupScores p.groupScore p.groups c) e
 
-/-- The kept experts, best first: position r holds the eligible expert of `routeRank` r,
-for r < min k (number eligible). -/
-def routeKeptExperts (p : RouteParams α) (c : List α) : List Nat :=
-  let E := Lst.len c
-  let gsc := groupScores p.groupScore p.groups c
-  let idx := Lst.range E
-  let el := Lst.map (eligibleIn p E gsc) idx
-  let r := Lst.map (routeRankIn p c gsc) idx
+/-- `eligibleIn` of every expert, in expert order. -/
+def eligibleMaskIn (p : RouteParams α) (E : Nat) (gsc : List α) : List Bool :=
+  Lst.map (eligibleIn p E gsc) (Lst.range E)
+
+/-- `routeRankIn` of every expert, in expert order: the eligibility of every expert is
+computed once, then each rank walks the (index, key, eligible) rows once, so that a row of
+E experts costs E² steps (`routeRankIn` one expert at a time recomputes each expert's
+eligibility: E² · G). The same numbers: a `#guard` below checks it over small rows, and
+Export.lean on every exported row of up to 16 experts. -/
+def routeRanksIn (p : RouteParams α) (c : List α) (gsc : List α) : List Nat :=
+  let rows := Lst.zip (indexed c) (eligibleMaskIn p (Lst.len c) gsc)
+  Lst.map (fun (ei : Nat × α) => Lst.foldl (fun n (row : (Nat × α) × Bool) =>
+      if row.2 && beatsAt row.1.2 row.1.1 ei.2 ei.1 then n + 1 else n) 0 rows) (indexed c)
+
+/-- `routeKept` of every expert given every expert's eligibility `el` and rank `r`:
+eligible and of rank below k. -/
+def routeKeptMaskOf (k : Nat) (el : List Bool) (r : List Nat) : List Bool :=
+  Lst.map (fun (er : Bool × Nat) => er.1 && decide (er.2 < k)) (Lst.zip el r)
+
+/-- `routeKeptIn` of every expert, in expert order (from `eligibleMaskIn` and
+`routeRanksIn`). -/
+def routeKeptMaskIn (p : RouteParams α) (c : List α) (gsc : List α) : List Bool :=
+  routeKeptMaskOf p.k (eligibleMaskIn p (Lst.len c) gsc) (routeRanksIn p c gsc)
+
+/-- The kept experts given every expert's eligibility `el` and rank `r`, best first:
+position r holds the eligible expert of rank r, for r < min k (number eligible). -/
+def routeKeptExpertsOf (k : Nat) (el : List Bool) (r : List Nat) : List Nat :=
   let nEl := Lst.len (Lst.filter (fun b => b) el)
   -- (i, eligible i, routeRank i), walked once per position
-  let rows := Lst.zip idx (Lst.zip el r)
+  let rows := Lst.zip (Lst.range (Lst.len el)) (Lst.zip el r)
   Lst.filterMap (fun pos => match Lst.find? (fun (row : Nat × Bool × Nat) =>
       row.2.1 && row.2.2 == pos) rows with
     | some row => some row.1
-    | none => none) (Lst.range (min p.k nEl))
+    | none => none) (Lst.range (min k nEl))
+
+/-- The kept experts, best first: position r holds the eligible expert of `routeRank` r,
+for r < min k (number eligible). -/
+def routeKeptExperts (p : RouteParams α) (c : List α) : List Nat :=
+  let gsc := groupScores p.groupScore p.groups c
+  routeKeptExpertsOf p.k (eligibleMaskIn p (Lst.len c) gsc) (routeRanksIn p c gsc)
 
 /-- The dense gates (length E) given the scores `s` and the keys `c` (no exp, so it runs
 over `Rat`): for e kept on `c`, `w_e = s_e` (the unbiased score), divided by
@@ -621,7 +661,7 @@ theorem routeKeptIn_one_group (p : RouteParams α) (hg : p.groups = 1) (c gsc : 
   funext e
   simp [routeKeptIn, routeRankIn, eligibleIn, kept, rank, hg]
 
-/-- The family reduces to `gatesVecSpec` (issue 16): with softmax scores, no bias, one
+/-- The family reduces to `gatesVecSpec` (docs/design.md §6): with softmax scores, no bias, one
 group, renormalisation and scale 1, the gates are `gatesVecSpecWith`, for every
 exponential, in every context where `x * 1 = x`. That holds over `Rat`, and in binary32 and
 binary64 for every non-NaN x (a NaN stays a NaN, of any payload); Export.lean checks the
@@ -753,7 +793,7 @@ def softmaxRelabels (s : List Rat) (e : List Nat) : Bool :=
 #guard Lst.all (fun E => Lst.all (fun s => Lst.all (softmaxRelabels s) (permutations E))
   (allVectors ratValues E)) (Lst.range 4)
 
--- The routing family (issue 16), on rows worked out by hand (Export.lean exports them).
+-- The routing family (docs/design.md §6), on rows worked out by hand (Export.lean exports them).
 def famBase : RouteParams Rat := {
   k := 2, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
   groupScore := .max, renormalize := true, scale := 1 }
@@ -792,6 +832,29 @@ def famTop2 : List Rat := [3/8, 1/8, 1/4, 1/4, 1/2, 0, 1/8, 1/8]
 #guard Lst.all (fun E => Lst.all (fun s => Lst.all (fun i =>
     rank s i == Lst.len (Lst.filter (fun j => beats s j i) (Lst.range E))) (Lst.range E))
   (allVectors floatValues E)) (Lst.range 5)
+
+-- The all-at-once forms are the pointwise definitions, and groupKeys are groupMembers'
+-- keys: over every row of length ≤ 4 of {-0, 0, 1, NaN}, one to four groups by max and by
+-- top-2 sum, every topkGroups and k = 1, 2.
+def nanValues : List Float := [Float.ofBits 0x8000000000000000, Float.ofBits 0,
+  Float.ofBits 0x3ff0000000000000, Float.ofBits 0x7ff8000000000000]
+def allAtOnceIsPointwise (p : RouteParams Float) (c : List Float) : Bool :=
+  let E := Lst.len c
+  let gsc := groupScores p.groupScore p.groups c
+  let idx := Lst.range E
+  Lst.eqBy Lst.eqBool (eligibleMaskIn p E gsc) (Lst.map (eligibleIn p E gsc) idx) &&
+  routeRanksIn p c gsc == Lst.map (routeRankIn p c gsc) idx &&
+  Lst.eqBy Lst.eqBool (routeKeptMaskIn p c gsc) (Lst.map (routeKeptIn p c gsc) idx) &&
+  Lst.all (fun g => Lst.eqBy (fun x y => f64bits x == f64bits y) (groupKeys c p.groups g)
+    (Lst.map (score c) (groupMembers E p.groups g))) (Lst.range p.groups)
+def guardParams (k G t : Nat) (gs : GroupScore) : RouteParams Float :=
+  { k := k, score := .sigmoid, bias := none, groups := G, topkGroups := t, groupScore := gs,
+    renormalize := true, scale := f64one }
+#guard Lst.all (fun E => Lst.all (fun c => Lst.all (fun G => Lst.all (fun t => Lst.all
+    (fun k => Lst.all (fun gs => allAtOnceIsPointwise (guardParams k G t gs) c)
+      [GroupScore.max, GroupScore.top2Sum]) [1, 2]) (Lst.rangeFrom 1 G))
+    (Lst.filter (fun G => E % G == 0) (Lst.rangeFrom 1 4)))
+  (allVectors nanValues E)) (Lst.range 5)
 
 /-! ### The sign of a zero group score: three readings, two of them told apart
 
