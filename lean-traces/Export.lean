@@ -79,6 +79,8 @@ class Exportable (α : Type) where
   isInf : α → Bool
   isSubnormal : α → Bool
   isNegZero : α → Bool
+  /-- A binary64 value that no binary32 number equals (never for binary32 or rationals). -/
+  notBinary32 : α → Bool
 
 @[noinline] def f32isInf (x : Float32) : Bool := x.isInf
 @[noinline] def f32isSubnormal (x : Float32) : Bool :=
@@ -90,6 +92,10 @@ class Exportable (α : Type) where
   let b := f64bits x % 0x8000000000000000
   b != 0 && b < 0x0010000000000000
 @[noinline] def f64isNegZero (x : Float) : Bool := f64bits x == 0x8000000000000000
+@[noinline] def f64toF32 (x : Float) : Float32 := x.toFloat32
+@[noinline] def f64notBinary32 (x : Float) : Bool :=
+  !f64isNaN x && f64bits (f32toF64 (f64toF32 x)) != f64bits x
+@[noinline] def f32never (_ : Float32) : Bool := false
 
 instance : Exportable Float32 where
   contextName := "binary32"
@@ -98,6 +104,7 @@ instance : Exportable Float32 where
   isInf := f32isInf
   isSubnormal := f32isSubnormal
   isNegZero := f32isNegZero
+  notBinary32 := f32never
 
 instance : Exportable Float where
   contextName := "binary64"
@@ -106,6 +113,7 @@ instance : Exportable Float where
   isInf := f64isInf
   isSubnormal := f64isSubnormal
   isNegZero := f64isNegZero
+  notBinary32 := f64notBinary32
 
 @[noinline] def ratNever (_ : Rat) : Bool := false
 
@@ -116,6 +124,7 @@ instance : Exportable Rat where
   isInf := ratNever
   isSubnormal := ratNever
   isNegZero := ratNever
+  notBinary32 := ratNever
 
 def vecText {α : Type} [Exportable α] (v : List α) : String := arr (Lst.map Exportable.text v)
 
@@ -199,6 +208,12 @@ def genLogits32 (E : Nat) : Gen (List Float32) := do
 
 def isPow2 (n : Nat) : Bool := n != 0 && n &&& (n - 1) == 0
 
+/-- Whether `f (v i) (v j)` holds for some i < j: one walk of the tail per entry, so that
+rows of 384 experts cost E² steps (`pairs` with `score` reads would cost E³). -/
+def anyPair {β : Type} (f : β → β → Bool) : List β → Bool
+  | [] => false
+  | x :: xs => Lst.any (f x) xs || anyPair f xs
+
 def pairs (E : Nat) : List (Nat × Nat) :=
   Lst.flatMap (fun i => Lst.filterMap (fun j => if i < j then some (i, j) else none)
     (Lst.range E)) (Lst.range E)
@@ -210,11 +225,8 @@ def kFlags (k E : Nat) : List String :=
 /-- Flags that describe a score vector, shared by every group that routes. -/
 def scoreFlags {α : Type} [Context α] [Exportable α] (s : List α) : List String :=
   let E := Lst.len s
-  let tie := Lst.any (fun (p : Nat × Nat) =>
-    let a := score s p.1
-    let b := score s p.2
-    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a)
-    (pairs E)
+  let tie := anyPair (fun (a b : α) =>
+    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a) s
   joinLists [
     if tie then ["ExactTie"] else [],
     if Lst.any Exportable.isNegZero s then ["SignedZero"] else [],
@@ -224,11 +236,9 @@ def scoreFlags {α : Type} [Context α] [Exportable α] (s : List α) : List Str
 
 /-- Two finite nonzero values one ulp apart (adjacent bit patterns of the same sign). -/
 def nearTieBits (bits : List Nat) (signMask expMask : Nat) : Bool :=
-  Lst.any (fun (p : Nat × Nat) =>
-    let a := Lst.getD bits p.1 0
-    let b := Lst.getD bits p.2 0
+  anyPair (fun (a b : Nat) =>
     a % signMask != 0 && (a &&& expMask) != expMask && (b &&& expMask) != expMask &&
-      (a + 1 == b || b + 1 == a)) (pairs (Lst.len bits))
+      (a + 1 == b || b + 1 == a)) bits
 
 def nearTie32 (s : List Float32) : Bool :=
   nearTieBits (Lst.map f32bits s) 0x80000000 0x7f800000
@@ -240,7 +250,8 @@ def nearTie64 (s : List Float) : Bool :=
 /-- RoutingTest (the layout the fuzzer's replay reads): binary32 logits, the spec's
 ranks and keptExperts on the logits, and the binary32 evaluation of softmaxVecSpec and
 gatesVecSpec with the exp values it used. `acceptable` when routing on the binary32
-probabilities keeps a different set than routing on the logits (docs/design.md section 1). -/
+probabilities keeps a different set than routing on the logits (docs/design.md §1, The
+spec: kept_softmax fails in binary32; §3, Verdicts and budgets: `acceptable`). -/
 def routingCase (comment : String) (k : Nat) (l : List Float32) : Case :=
   let tr := Activation.softmaxTraceWith f32exp l
   let nonFinite := Lst.any f32isNaN tr.out
@@ -694,7 +705,7 @@ def numbered {β : Type} (f : Nat → Gen β) : Nat → Nat → Gen (List β)
     let xs ← numbered f n (i + 1)
     return x :: xs
 
-/-! ## The routing family (issue 16): RouteScoresTest, RouteGatesTest, SigmoidTest
+/-! ## The routing family (docs/design.md §6): RouteScoresTest, RouteGatesTest, SigmoidTest
 
 Besides exporting, every case checks properties of the spec in its own context, and a
 case that fails one becomes a `PropertyFailure`, which makes `main` (and so `regen`) fail:
@@ -726,11 +737,8 @@ def sameVec {α : Type} [Exportable α] (a b : List α) : Bool := Lst.eqBy sameV
 
 /-- Two entries compare equal (neither is greater; NaN never ties). -/
 def hasTie {α : Type} [Context α] [Exportable α] (v : List α) : Bool :=
-  Lst.any (fun (p : Nat × Nat) =>
-    let a := score v p.1
-    let b := score v p.2
-    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a)
-    (pairs (Lst.len v))
+  anyPair (fun (a b : α) =>
+    !Exportable.isNaN a && !Exportable.isNaN b && !Context.gtBool a b && !Context.gtBool b a) v
 
 /-- The parameter fields, `score` only where the case starts from logits. -/
 def paramsFields {α : Type} [Exportable α] (withScore : Bool) (p : RouteParams α) :
@@ -754,14 +762,123 @@ def isMixtral {α : Type} [Context α] [Exportable α] (p : RouteParams α) : Bo
     | some _ => false) &&
   p.groups == 1 && p.renormalize && sameVal p.scale Context.one
 
-/-- Flags that describe the routing of one case on its scores `s` and keys `c`. -/
-def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s c : List α) :
-    List String :=
+/-- `routeGatesFromScores p s c` given `mask`, its `routeKeptIn` of every expert: the same
+expression (the kept scores summed in index order, each kept gate `(s_e [/ total]) * scale`,
+the others zero), walked once beside s instead of reading `Lst.getD mask e` per expert. -/
+def gatesGivenMask {α : Type} [Context α] (p : RouteParams α) (s : List α) (mask : List Bool) :
+    List α :=
+  let rows := Lst.zip s (Lst.app mask (Lst.replicate (Lst.len s - Lst.len mask) false))
+  let total := sumSpec (Lst.filterMap (fun (r : α × Bool) => if r.2 then some r.1 else none)
+    rows)
+  Lst.map (fun (r : α × Bool) => if r.2 then
+      Context.mul (if p.renormalize then Context.div r.1 total else r.1) p.scale
+    else Context.zero) rows
+
+/-- One case's routing, each ranking computed once: the group scores, every expert's
+eligibility and rank (`eligibleMaskIn`, `routeRanksIn`), `routeKept` of each, the kept
+groups and experts, and the gates. At E = 384 a ranking costs E² steps, so the exporter
+computes it once per case rather than once per output; `routedIsSpec` checks every field
+against the spec's own definitions. -/
+structure Routed (α : Type) where
+  gsc : List α
+  el : List Bool
+  ranks : List Nat
+  mask : List Bool
+  keptGroups : List Nat
+  kept : List Nat
+  gates : List α
+
+def routed {α : Type} [Context α] (p : RouteParams α) (s c : List α) : Routed α :=
+  let gsc := groupScores p.groupScore p.groups c
+  let el := eligibleMaskIn p (Lst.len c) gsc
+  let r := routeRanksIn p c gsc
+  let mask := routeKeptMaskOf p.k el r
+  { gsc := gsc, el := el, ranks := r, mask := mask,
+    keptGroups := keptExperts p.topkGroups gsc, kept := routeKeptExpertsOf p.k el r,
+    gates := gatesGivenMask p s mask }
+
+/-- `routed` agrees with the spec's definitions evaluated as written: on every row, the kept
+groups (`keptGroups`) and, for each kept expert, `eligibleIn` and `routeKeptIn` one expert
+at a time; on rows of up to 16 experts also every expert's `eligibleIn`, `routeRankIn` and
+`routeKeptIn`, `routeKeptExperts` and `routeGatesFromScores` (on larger rows the pointwise
+ranks would cost E³ steps; Spec.lean's `#guard` checks the all-at-once forms over every
+small row). -/
+def routedIsSpec {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s c : List α)
+    (r : Routed α) : Bool :=
+  let E := Lst.len c
+  let idx := Lst.range E
+  Lst.eqBy Lst.eqNat r.keptGroups (keptGroups p c) &&
+  Lst.all (fun e => eligibleIn p E r.gsc e && routeKeptIn p c r.gsc e) r.kept &&
+  (decide (16 < E) ||
+    (Lst.eqBy Lst.eqBool r.el (Lst.map (eligibleIn p E r.gsc) idx) &&
+      Lst.eqBy Lst.eqNat r.ranks (Lst.map (routeRankIn p c r.gsc) idx) &&
+      Lst.eqBy Lst.eqBool r.mask (Lst.map (routeKeptIn p c r.gsc) idx) &&
+      Lst.eqBy Lst.eqNat r.kept (routeKeptExperts p c) &&
+      sameVec r.gates (routeGatesFromScores p s c)))
+
+/-- A group's max if the fold kept the FIRST of equal keys (`if x > m then x else m`): the
+reading of `groupMax` the spec does not take (it keeps the last, maxOfLe). -/
+def groupMaxKeepFirst {α : Type} [Context α] (c : List α) (G g : Nat) : α :=
+  match groupKeys c G g with
+  | [] => Context.zero
+  | x0 :: xs => Lst.foldl (fun m x => if Context.gtBool x m then x else m) x0 xs
+
+/-- A group's top-2 sum without the leading `0 +`: `c_best + c_second` (the reading of
+`groupTop2Sum` the spec does not take). -/
+def groupTop2NoZero {α : Type} [Context α] (c : List α) (G g : Nat) : α :=
+  let keys := groupKeys c G g
+  match keptExperts 2 keys with
+  | [a, b] => Context.add (score keys a) (score keys b)
+  | [a] => score keys a
+  | _ => Context.zero
+
+/-- Flags of the family's edges: parameters outside the domain, E = 0, NaN and infinite
+keys, biases and group scores, the scale, a zero total, group scores whose zero sign tells
+a reading apart, inputs that are not binary32 values (`inputs`: the scores or the logits,
+with the bias and the scale), and the models' sizes. -/
+def edgeFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c gsc : List α)
+    (mask : List Bool) : List String :=
+  let E := Lst.len c
+  let G := p.groups
+  let alt := Lst.map (fun g => match p.groupScore with
+    | .max => groupMaxKeepFirst c G g
+    | .top2Sum => groupTop2NoZero c G g) (Lst.range G)
+  let keptScores := Lst.filterMap (fun (sk : α × Bool) => if sk.2 then some sk.1 else none)
+    (Lst.zip s mask)
+  let total := sumSpec keptScores
+  let zeroTotal := p.renormalize && Lst.len keptScores != 0 && !Exportable.isNaN total &&
+    !Context.gtBool total Context.zero && !Context.gtBool Context.zero total
+  let biasVals := match p.bias with
+    | some b => b
+    | none => []
+  joinLists [
+    if paramsValid E p then [] else ["InvalidParams"],
+    if E == 0 then ["NoExperts"] else [],
+    if Lst.any Exportable.isNaN c then ["NaNKey"] else [],
+    if Lst.any Exportable.isNaN gsc then ["NaNGroupScore"] else [],
+    if Lst.any Exportable.isNaN biasVals then ["NaNBias"] else [],
+    if Lst.any Exportable.isInf biasVals then ["InfiniteBias"] else [],
+    if Exportable.isNaN p.scale || Exportable.isInf p.scale then ["NonFiniteScale"]
+      else if Context.gtBool p.scale Context.zero then [] else ["NonPositiveScale"],
+    if zeroTotal then ["ZeroTotal"] else [],
+    if sameVec alt gsc then []
+      else (match p.groupScore with
+        | .max => ["ZeroSignGroupMax"]
+        | .top2Sum => ["ZeroSignTop2Sum"]),
+    if Lst.any Exportable.notBinary32 (Lst.app inputs (Lst.app biasVals [p.scale])) then
+      ["NotBinary32"] else [],
+    if E == 256 && G == 8 then ["DeepSeekV3Size"] else [],
+    if E == 384 then ["KimiK2Size"] else []]
+
+/-- Flags that describe the routing of one case on its scores `s` and keys `c` (`inputs`:
+the case's scores or logits). -/
+def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (inputs s c : List α)
+    (r : Routed α) : List String :=
   let E := Lst.len c
   let G := p.groups
   let t := p.topkGroups
-  let gsc := groupScores p.groupScore G c
-  let nEl := Lst.len (Lst.filter (eligible p c) (Lst.range E))
+  let gsc := r.gsc
+  let nEl := Lst.len (Lst.filter (fun b => b) r.el)
   let order := keptExperts (t + 1) gsc
   let gt := fun (a b : α) => Context.gtBool a b
   let biased := match p.bias with
@@ -773,16 +890,11 @@ def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s
   let groupTie := decide (1 < G) && hasTie gsc
   let boundaryTie := decide (1 < G) && decide (0 < t) && decide (t < G) &&
     !gt (score gsc (Lst.getD order (t - 1) 0)) (score gsc (Lst.getD order t 0))
-  let cancels := biased && Lst.any (fun (pr : Nat × Nat) =>
-    let a := pr.1
-    let b := pr.2
-    (gt (score s a) (score s b) || gt (score s b) (score s a)) &&
-      !gt (score c a) (score c b) && !gt (score c b) (score c a)) (pairs E)
-  let overturns := biased && Lst.any (fun (pr : Nat × Nat) =>
-    let a := pr.1
-    let b := pr.2
-    (gt (score s a) (score s b) && gt (score c b) (score c a)) ||
-      (gt (score s b) (score s a) && gt (score c a) (score c b))) (pairs E)
+  let sc := Lst.zip s c
+  let cancels := biased && anyPair (fun (a b : α × α) =>
+    (gt a.1 b.1 || gt b.1 a.1) && !gt a.2 b.2 && !gt b.2 a.2) sc
+  let overturns := biased && anyPair (fun (a b : α × α) =>
+    (gt a.1 b.1 && gt b.2 a.2) || (gt b.1 a.1 && gt a.2 b.2)) sc
   joinLists [scoreFlags c, kFlags p.k E,
     if groupTie then (if top2 then ["GroupTop2SumTie"] else ["GroupMaxTie"]) else [],
     if boundaryTie then ["GroupTieAtKeptBoundary"] else [],
@@ -790,22 +902,31 @@ def familyFlags {α : Type} [Context α] [Exportable α] (p : RouteParams α) (s
     if overturns then ["BiasOverturnsScoreOrder"] else [],
     if G == E && 1 < E then ["GroupsOfOne"] else [],
     if decide (nEl < p.k) && decide (nEl < E) then ["KAboveEligible"] else [],
-    if isMixtral p then ["MixtralParams"] else []]
+    if isMixtral p then ["MixtralParams"] else [],
+    edgeFlags p inputs s c gsc r.mask]
 
 /-- The properties every context shares (see the section's comment): the kept experts are
 eligible, lie in kept groups, are `routeKept`, and number `min k (eligible)`; the family
 with Mixtral's parameters is `gatesFromProbs` on the scores. -/
 def sharedPropertiesHold {α : Type} [Context α] [Exportable α] (p : RouteParams α)
-    (s c : List α) : Bool :=
+    (s c : List α) (r : Routed α) : Bool :=
   let E := Lst.len c
-  let ke := routeKeptExperts p c
-  let kg := keptGroups p c
-  let nEl := Lst.len (Lst.filter (eligible p c) (Lst.range E))
-  Lst.all (fun e => eligible p c e && routeKept p c e &&
-    (decide (p.groups ≤ 1) || Lst.any (· == groupOf E p.groups e) kg)) ke &&
-  Lst.len ke == min p.k nEl &&
-  Lst.len (Lst.filter (routeKept p c) (Lst.range E)) == min p.k nEl &&
-  sameVec (routeGatesFromScores (mixtralParams p.k) s s) (gatesFromProbs p.k s)
+  let gsc := r.gsc
+  let ke := r.kept
+  let kg := r.keptGroups
+  let nEl := Lst.len (Lst.filter (fun b => b) r.el)
+  -- The counts are theorems for valid parameters and keys and group scores without NaN.
+  let inDomain := paramsValid E p && !Lst.any Exportable.isNaN c &&
+    !Lst.any Exportable.isNaN gsc
+  let mixtral : RouteParams α := mixtralParams p.k
+  routedIsSpec p s c r &&
+  (!inDomain ||
+    Lst.all (fun e => Lst.getD r.el e false && Lst.getD r.mask e false &&
+      (decide (p.groups ≤ 1) || Lst.any (· == groupOf E p.groups e) kg)) ke &&
+    Lst.len ke == min p.k nEl &&
+    Lst.len (Lst.filter (fun b => b) r.mask) == min p.k nEl) &&
+  sameVec (routed mixtral s s).gates (gatesFromProbs p.k s) &&
+  (decide (16 < E) || sameVec (routeGatesFromScores mixtral s s) (gatesFromProbs p.k s))
 
 /-- A strictly increasing, positive rational stand-in for exp (`exp 0 = 1`): with it,
 softmax and sigmoid are strictly increasing maps of the logits over ℚ, as over ℝ. -/
@@ -831,25 +952,34 @@ def ratPropertiesHold (p : RouteParams Rat) (s : List Rat) : Bool :=
   bySoftmax == bySigmoid &&
   (!p.renormalize || ratIsZero total || ratEq (sumSpec g) p.scale)
 
+/-- Whether the parameters are in `paramsValid`'s domain, and the rules they break. -/
+def validityFields (valid : Bool) (broken : List String) : List (String × String) :=
+  [("paramsValid", if valid then "true" else "false"), ("brokenRules", arr (Lst.map q broken))]
+
+/-- The per-expert outputs both family groups carry: eligible, routeRank, routeKept (from
+`routed`: `eligible p c e` is by definition `eligibleIn p E (groupScores ..) e`, and so on;
+`routedIsSpec` checks them against the pointwise definitions). -/
+def expertFields {α : Type} (r : Routed α) : List (String × String) :=
+  [("eligible", boolArr r.el), ("routeRanks", natArr r.ranks), ("routeKept", boolArr r.mask)]
+
 /-- RouteScoresTest: the family given the scores `s` (no exp, so any context, `Rat`
-included): keys, group scores, kept groups, eligibility, ranks, kept experts, gates. -/
+included): keys, group scores, kept groups, eligibility, ranks, kept experts, gates. Outside
+`paramsValid` the result is `invalid` and the outputs are the spec's total values. -/
 def routeScoresCase {α : Type} [Context α] [Exportable α] (comment : String)
     (extra : List String) (p : RouteParams α) (s : List α) (ratOk : Bool) : Case :=
   let c := biasedKeys p.bias s
   let E := Lst.len s
-  let idx := Lst.range E
-  let gsc := groupScores p.groupScore p.groups c
-  let ok := sharedPropertiesHold p s c && ratOk
+  let r := routed p s c
+  let valid := paramsValid E p
+  let broken := paramsBrokenRules E p
+  let ok := sharedPropertiesHold p s c r && ratOk && Lst.eqBool valid (Lst.len broken == 0)
   { group := if ok then "RouteScoresTest" else "PropertyFailure", comment := comment,
-    flags := addFlags (familyFlags p s c) extra, result := "valid",
-    fields := joinLists [[ctx α], paramsFields false p, [("scores", vecText s),
-      ("keys", vecText c), ("groupScores", vecText gsc),
-      ("keptGroups", natArr (keptGroups p c)),
-      ("eligible", boolArr (Lst.map (eligible p c) idx)),
-      ("routeRanks", natArr (Lst.map (routeRank p c) idx)),
-      ("routeKept", boolArr (Lst.map (routeKept p c) idx)),
-      ("routeKeptExperts", natArr (routeKeptExperts p c)),
-      ("gates", vecText (routeGatesFromScores p s c))]] }
+    flags := addFlags (familyFlags p s s c r) extra,
+    result := if valid then "valid" else "invalid",
+    fields := joinLists [[ctx α], paramsFields true p, validityFields valid broken,
+      [("scores", vecText s), ("keys", vecText c), ("groupScores", vecText r.gsc),
+      ("keptGroups", natArr r.keptGroups)], expertFields r,
+      [("routeKeptExperts", natArr r.kept), ("gates", vecText r.gates)]] }
 
 /-- The exp values `routeGates` used, in call order: softmax's `exp(x_i - m)`, or the
 sigmoid's `exp(0 - x_i)`. -/
@@ -859,30 +989,42 @@ def familyExps {α : Type} [ExpContext α] (f : ScoreFn) (l : List α) : List α
   | .sigmoid => Lst.map (fun x => ExpContext.exp (Context.sub Context.zero x)) l
 
 /-- RouteGatesTest: `routeGates` from binary32/binary64 logits with every intermediate and
-the exp values Lean used (`max` for softmax only). -/
+the exp values Lean used (`max` for softmax only). Outside `paramsValid` the result is
+`invalid` and the outputs are the spec's total values. -/
 def routeGatesCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
     (extra : List String) (p : RouteParams α) (l : List α) : Case :=
   let s := Activation.scoresSpec p.score l
   let c := biasedKeys p.bias s
+  let E := Lst.len l
+  let r := routed p s c
+  let valid := paramsValid E p
+  let broken := paramsBrokenRules E p
   let softmax := match p.score with
     | .softmax => true
     | .sigmoid => false
   let saturates := !softmax && Lst.any (fun (xy : α × α) => !Exportable.isInf xy.1 &&
     sameVal xy.2 (Context.one : α)) (Lst.zip l s)
-  let ok := sharedPropertiesHold p s c &&
-    sameVec (routeGates (mixtralParams p.k) l) (gatesVecSpec p.k l)
+  -- routeGates p l is routeGatesFromScores p s c (its definition): r.gates, checked by
+  -- routedIsSpec; with Mixtral's parameters, gatesVecSpec (the theorem, checked bit for bit)
+  let sm := Activation.scoresSpec .softmax l
+  let ok := sharedPropertiesHold p s c r && Lst.eqBool valid (Lst.len broken == 0) &&
+    sameVec (routed (mixtralParams p.k) sm sm).gates (gatesVecSpec p.k l) &&
+    (decide (16 < E) || (sameVec (routeGates (mixtralParams p.k) l) (gatesVecSpec p.k l) &&
+      sameVec (routeGates p l) r.gates))
   { group := if ok then "RouteGatesTest" else "PropertyFailure", comment := comment,
-    flags := addFlags (familyFlags p s c)
-      (Lst.app extra (if saturates then ["SigmoidSaturates"] else [])),
-    result := "valid",
-    fields := joinLists [[ctx α], paramsFields true p, [("logits", vecText l)],
+    flags := addFlags (familyFlags p l s c r)
+      (joinLists [extra, if saturates then ["SigmoidSaturates"] else [],
+        if Lst.any Exportable.isNaN l then ["NaNLogit"] else [],
+        if Lst.any Exportable.isInf l then ["InfiniteLogit"] else []]),
+    result := if valid then "valid" else "invalid",
+    fields := joinLists [[ctx α], paramsFields true p, validityFields valid broken,
+      [("logits", vecText l)],
       if softmax then [("max", Exportable.text (Activation.softmaxTraceWith
         ExpContext.exp l).m)] else [],
       [("exps", vecText (familyExps p.score l)), ("scores", vecText s),
-      ("keys", vecText c), ("groupScores", vecText (groupScores p.groupScore p.groups c)),
-      ("keptGroups", natArr (keptGroups p c)),
-      ("routeKeptExperts", natArr (routeKeptExperts p c)),
-      ("gates", vecText (routeGates p l))]] }
+      ("keys", vecText c), ("groupScores", vecText r.gsc),
+      ("keptGroups", natArr r.keptGroups)], expertFields r,
+      [("routeKeptExperts", natArr r.kept), ("gates", vecText r.gates)]] }
 
 /-- SigmoidTest: `sigmoidSpec` of each logit with the exp values it used. -/
 def sigmoidCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
@@ -1007,7 +1149,7 @@ def routeGatesCase' (i : Nat) : Gen Case := do
     return routeGatesCase s!"binary32 logits #{i}, E={E} G={G}" [] p l
   return routeGatesCase s!"binary64 logits #{i}, E={E} G={G}" [] (widenParams p) (widen l)
 
-/-- The models of issue 16 at small sizes: name, E, parameters (biases `b` where the model
+/-- The models of docs/design.md §6 at small sizes: name, E, parameters (biases `b` where the model
 has them). -/
 def modelParams (m : Nat) (b : List Float32) : String × Nat × RouteParams Float32 :=
   let one := f32one
@@ -1132,6 +1274,294 @@ def fixedSigmoidCases : List Case :=
   [sigmoidCase "sigmoid edges, binary32" sigmoidEdges32,
     sigmoidCase "sigmoid edges, binary64" (widen sigmoidEdges32)]
 
+
+/-! ### The family's edges (drawn after every other group)
+
+Parameters outside `paramsValid`, one rule at a time; NaN and infinite logits, biases, keys
+and group scores (the literal ranking with `Context`'s comparison decides what is kept);
+zero totals in every context; binary64 inputs that are not binary32 values, subnormals
+included; the sizes of DeepSeek-V3 (E = 256 in 8 groups) and Kimi K2 (E = 384); and group
+scores whose sign of zero tells the readings of `groupMax` and `groupTop2Sum` apart. -/
+
+/-- A row from rational scores and binary32 logits, in every context: RouteScoresTest over
+ℚ, binary32 and binary64, and RouteGatesTest from the logits in binary32 and binary64. The
+rational properties are checked where the parameters are valid. -/
+def edgeRowCases (comment : String) (p : RouteParams Rat) (s : List Rat) (l : List Float32) :
+    List Case :=
+  let p32 := mapParams ratTo32 p
+  let s32 := Lst.map ratTo32 s
+  let ratOk := !paramsValid (Lst.len s) p || ratPropertiesHold p s
+  [routeScoresCase (comment ++ ", rational") [] p s ratOk,
+    routeScoresCase (comment ++ ", binary32") [] p32 s32 true,
+    routeScoresCase (comment ++ ", binary64") [] (mapParams f32toF64 p32) (widen s32) true,
+    routeGatesCase (comment ++ ", binary32 logits") [] p32 l,
+    routeGatesCase (comment ++ ", binary64 logits") [] (mapParams f32toF64 p32) (widen l)]
+
+def edgeBase : RouteParams Rat := {
+  k := 2, score := .sigmoid, bias := none, groups := 4, topkGroups := 2,
+  groupScore := .max, renormalize := true, scale := 5 / 2 }
+
+def edgeScores : List Rat := [1/2, 1/4, 3/8, 5/8, 1/8, 7/8, 0, 3/4]
+/-- 0.5, -1, 2, 0.25, -3, 1, 0, 1.5 -/
+def edgeLogits : List Float32 := Lst.map f32 [0x3f000000, 0xbf800000, 0x40000000, 0x3e800000,
+  0xc0400000, 0x3f800000, 0x00000000, 0x3fc00000]
+
+/-- Each rule of `paramsValid` broken alone (G = 0 cannot be: see `paramsRules`), and the
+edges inside the domain: E = 0, a zero and a negative scale. -/
+def paramRows : List (String × RouteParams Rat × List Rat × List Float32) :=
+  [("bias of 7 values for 8 experts (biasLength alone)",
+      { edgeBase with bias := some [0, 1/8, 0, -1/8, 1/4, 0, 1/8] }, edgeScores, edgeLogits),
+   ("bias of 9 values for 8 experts (biasLength alone)",
+      { edgeBase with bias := some [0, 1/8, 0, -1/8, 1/4, 0, 1/8, 0, 1/2] }, edgeScores,
+      edgeLogits),
+   ("3 groups do not divide 8 experts (groupsDivideExperts alone)",
+      { edgeBase with groups := 3, topkGroups := 1 }, edgeScores, edgeLogits),
+   ("topkGroups 0 (topkGroupsPositive alone)", { edgeBase with topkGroups := 0 }, edgeScores,
+      edgeLogits),
+   ("topkGroups 5 of 4 groups (topkGroupsAtMostGroups alone)",
+      { edgeBase with topkGroups := 5 }, edgeScores, edgeLogits),
+   ("top-2 sum over 8 groups of one (top2SumGroupsOfTwo alone)",
+      { edgeBase with groups := 8, groupScore := .top2Sum }, edgeScores, edgeLogits),
+   ("0 groups of 8 experts: also 8 % 0 = 8 and topkGroups 1 > 0",
+      { edgeBase with groups := 0, topkGroups := 1 }, edgeScores, edgeLogits),
+   ("0 groups of no experts: also topkGroups 1 > 0", { edgeBase with
+       groups := 0, topkGroups := 1 }, [], []),
+   ("no experts, one group (valid)", { edgeBase with groups := 1, topkGroups := 1 }, [], []),
+   ("no experts, 2 groups by max (valid: 0 % 2 = 0)", { edgeBase with
+       groups := 2, topkGroups := 1 }, [], []),
+   ("no experts, 2 groups by top-2 sum (top2SumGroupsOfTwo alone: groups of 0)",
+      { edgeBase with groups := 2, topkGroups := 1, groupScore := .top2Sum }, [], []),
+   ("scale 0 (valid: every gate 0)", { edgeBase with scale := 0 }, edgeScores, edgeLogits),
+   ("negative scale -5/2 (valid: gates of the scale's sign)", { edgeBase with scale := -5/2 },
+      edgeScores, edgeLogits)]
+
+def paramRowCases : List Case :=
+  Lst.flatMap (fun (r : String × RouteParams Rat × List Rat × List Float32) =>
+    edgeRowCases r.1 r.2.1 r.2.2.1 r.2.2.2) paramRows
+
+def nan32 : Float32 := f32 0x7fc00000
+def pinf32 : Float32 := f32 0x7f800000
+def ninf32 : Float32 := f32 0xff800000
+
+/-- A row in binary32 and binary64 (widened), as RouteScoresTest from the scores and
+RouteGatesTest from the logits (either list may be empty: that group is then left out). -/
+def floatRowCases (comment : String) (p : RouteParams Float32) (s l : List Float32) :
+    List Case :=
+  Lst.app
+    (if Lst.len s == 0 then [] else
+      [routeScoresCase (comment ++ ", binary32 scores") [] p s true,
+        routeScoresCase (comment ++ ", binary64 scores") [] (widenParams p) (widen s) true])
+    (if Lst.len l == 0 then [] else
+      [routeGatesCase (comment ++ ", binary32 logits") [] p l,
+        routeGatesCase (comment ++ ", binary64 logits") [] (widenParams p) (widen l)])
+
+def edgeBase32 : RouteParams Float32 := {
+  k := 2, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
+  groupScore := .max, renormalize := true, scale := f32one }
+
+/-- 0.5, 0.75, 0.25, 0.875 and logits 0, 1, -1, 2. -/
+def s4 : List Float32 := Lst.map f32 [0x3f000000, 0x3f400000, 0x3e800000, 0x3f600000]
+def l4 : List Float32 := Lst.map f32 [0x00000000, 0x3f800000, 0xbf800000, 0x40000000]
+def s8 : List Float32 := Lst.map ratTo32 edgeScores
+
+/-- NaN and infinite logits, scores, biases, keys and group scores, and non-finite scales. -/
+def nonFiniteRows : List (String × RouteParams Float32 × List Float32 × List Float32) :=
+  [("a NaN score and logit, sigmoid: the literal ranking keeps it by its index",
+      edgeBase32, Lst.setAt s4 1 nan32, Lst.setAt l4 1 nan32),
+   ("a NaN logit, softmax: every score NaN", { edgeBase32 with score := .softmax }, [],
+      Lst.setAt l4 1 nan32),
+   ("a NaN score kept, raw gates: only its gate is NaN", { edgeBase32 with
+      renormalize := false, k := 3 }, Lst.setAt s4 2 nan32, []),
+   ("a +inf score and logit: key +inf; softmax scores NaN (inf - inf)", { edgeBase32 with
+      score := .softmax }, Lst.setAt s4 1 pinf32, Lst.setAt l4 1 pinf32),
+   ("every logit -inf, softmax: every score NaN", { edgeBase32 with score := .softmax }, [],
+      [ninf32, ninf32, ninf32, ninf32]),
+   ("+inf and -inf logits, sigmoid: scores 1 and 0", { edgeBase32 with
+       k := 3, renormalize := false }, [], [pinf32, ninf32, f32 0, f32 0x40000000]),
+   ("a NaN bias: that key is NaN", { edgeBase32 with bias := some [f32 0, nan32, f32 0, f32 0] },
+      s4, l4),
+   ("a +inf bias: that key is +inf, its gate the unbiased score", { edgeBase32 with
+      bias := some [f32 0, f32 0, pinf32, f32 0] }, s4, l4),
+   ("a -inf bias: its expert is kept last", { edgeBase32 with
+       k := 4, bias := some [ninf32, f32 0, f32 0, f32 0] }, s4, l4),
+   ("+inf and -inf biases in one group: its top-2 sum is NaN", { edgeBase32 with
+      groups := 4, topkGroups := 2, groupScore := .top2Sum,
+      bias := some [pinf32, ninf32, f32 0, f32 0, f32 0, f32 0, f32 0, f32 0] }, s8,
+      edgeLogits),
+   ("+inf biases in two groups: group maxima +inf tie, the lower group is kept",
+      { edgeBase32 with
+          groups := 4, topkGroups := 1,
+          bias := some [f32 0, f32 0, f32 0, pinf32, f32 0, f32 0, pinf32, f32 0] },
+      s8, edgeLogits),
+   ("scale +inf (Lean's paramsValid holds; the C ABI asks for a finite scale)",
+      { edgeBase32 with scale := pinf32 }, s4, l4),
+   ("scale -inf", { edgeBase32 with scale := ninf32 }, s4, l4),
+   ("scale NaN", { edgeBase32 with scale := nan32 }, s4, l4)]
+
+/-- Renormalising over kept scores that sum to zero: 0/0 is NaN in binary32 and binary64,
+0 over ℚ (Lean's x / 0 = 0). -/
+def zeroTotalRows : List (String × RouteParams Rat × List Rat × List Float32) :=
+  let base : RouteParams Rat := { edgeBase with
+      groups := 1, topkGroups := 1, bias := some [1/2, 1/2, 0, 0] }
+  [("the bias keeps two experts of score 0 (0/0); logits -800 and -1000 (sigmoid 0)", base,
+      [0, 0, 1/4, 1/8], Lst.map f32 [0xc4480000, 0xc47a0000, 0x3f800000, 0x40000000]),
+   ("every score 0 in 2 groups; logits -inf", { edgeBase with groups := 2, topkGroups := 1 },
+      [0, 0, 0, 0, 0, 0, 0, 0], Lst.replicate 8 ninf32)]
+
+/-- Zero totals that need -0 or softmax underflow (floats only). -/
+def zeroTotalFloatRows : List (String × RouteParams Float32 × List Float32 × List Float32) :=
+  [("kept scores -0 and +0: total (0 + -0) + 0 = +0, 0/0", { edgeBase32 with
+      bias := some [f32 0x3f000000, f32 0x3f000000, f32 0, f32 0] },
+      [f32 0x80000000, f32 0, f32 0x3e800000, f32 0x3e000000], []),
+   ("softmax: the bias keeps two experts whose probabilities underflow to 0 (logits -800)",
+      { edgeBase32 with
+          score := .softmax, bias := some [f32 0, f32 0x3f800000, f32 0x3f800000, f32 0] }, [],
+      Lst.map f32 [0x00000000, 0xc4480000, 0xc4480000, 0x3f800000])]
+
+/-- Group scores whose sign of zero tells the readings apart (scores given, so -0 keys). -/
+def zeroSignRows : List (String × RouteParams Float32 × List Float32 × List Float32) :=
+  let pz := f32 0
+  let nz := f32 0x80000000
+  [("groupMax keeps the later of equal keys: [+0, -0] scores -0, [-0, +0] scores +0",
+      { edgeBase32 with k := 1, groups := 2, topkGroups := 1 }, [pz, nz, nz, pz], []),
+   ("groupTop2Sum adds from 0: best two -0 score +0 (c_best + c_second would be -0)",
+      { edgeBase32 with k := 1, groups := 2, topkGroups := 1, groupScore := .top2Sum },
+      [nz, nz, pz, nz], []),
+   ("both readings in 3 groups, two kept", { edgeBase32 with
+       k := 3, groups := 3, topkGroups := 2, groupScore := .top2Sum },
+      [nz, nz, f32 0x3e800000, nz, pz, nz], []),
+   ("groupMax of three zeros keeps the last: [-0, +0, -0] scores -0", { edgeBase32 with
+      k := 2, groups := 2, topkGroups := 1 }, [nz, pz, nz, pz, pz, nz], [])]
+
+def floatEdgeCases : List Case :=
+  Lst.flatMap (fun (r : String × RouteParams Float32 × List Float32 × List Float32) =>
+    floatRowCases r.1 r.2.1 r.2.2.1 r.2.2.2)
+    (Lst.app nonFiniteRows (Lst.app zeroTotalFloatRows zeroSignRows))
+
+def zeroTotalCases : List Case :=
+  Lst.flatMap (fun (r : String × RouteParams Rat × List Rat × List Float32) =>
+    edgeRowCases r.1 r.2.1 r.2.2.1 r.2.2.2) zeroTotalRows
+
+/-- A random binary64 with a full 52-bit fraction, biased exponent in [lo, lo + span). -/
+def genExp64 (lo span : Nat) (signed : Bool) : Gen Float := do
+  let sgn ← if signed then nextNat 2 else pure 0
+  let e ← nextNat span
+  let a ← nextNat 0x100000
+  let b ← nextNat 0x10000
+  let c ← nextNat 0x10000
+  return Float.ofBits (sgn * 0x8000000000000000 + (lo + e) * 0x10000000000000 +
+    a * 0x100000000 + b * 0x10000 + c).toUInt64
+
+/-- A binary64 subnormal of either sign. -/
+def genSubnormal64 : Gen Float := do
+  let sgn ← nextNat 2
+  let a ← nextNat 0x100000
+  let b ← nextNat 0x10000
+  let c ← nextNat 0x10000
+  return Float.ofBits (sgn * 0x8000000000000000 + a * 0x100000000 + b * 0x10000 + c + 1).toUInt64
+
+/-- A binary64 logit that is rarely a binary32 value: full fractions in (-16, 16),
+subnormals, one binary64 ulp from the previous logit, ±0. -/
+def genLogit64 (prev : Option Float) : Gen Float := do
+  let c ← nextNat 8
+  if c ≤ 3 then genExp64 1019 8 true
+  else if c == 4 then genSubnormal64
+  else if c == 5 then
+    match prev with
+    | some x =>
+      let b := f64bits x
+      if f64isNaN x || f64isInf x || b % 0x8000000000000000 == 0 then genExp64 1019 8 true
+      else return Float.ofBits (b + 1).toUInt64
+    | none => genExp64 1019 8 true
+  else if c == 6 then return Float.ofBits ((← nextNat 2) * 0x8000000000000000).toUInt64
+  else genExp64 1010 12 true
+
+def genLogits64From : Nat → Option Float → Gen (List Float)
+  | 0, _ => pure []
+  | n + 1, prev => do
+    let x ← genLogit64 prev
+    let xs ← genLogits64From n (some x)
+    return x :: xs
+
+/-- A binary64 score in [0, 1]: full fractions, subnormals, one ulp from the previous. -/
+def genScore64 (prev : Option Float) : Gen Float := do
+  let c ← nextNat 6
+  if c ≤ 2 then genExp64 1015 8 false
+  else if c == 3 then do
+    let x ← genSubnormal64
+    return Float.ofBits (f64bits x % 0x8000000000000000).toUInt64
+  else if c == 4 then
+    match prev with
+    | some x =>
+      let b := f64bits x
+      if b % 0x8000000000000000 == 0 || b ≥ 0x3ff0000000000000 then genExp64 1015 8 false
+      else return Float.ofBits (b + 1).toUInt64
+    | none => genExp64 1015 8 false
+  else return f32toF64 (f32 (← pick eighths32))
+
+def genScores64From : Nat → Option Float → Gen (List Float)
+  | 0, _ => pure []
+  | n + 1, prev => do
+    let x ← genScore64 prev
+    let xs ← genScores64From n (some x)
+    return x :: xs
+
+/-- A binary64 bias: full fractions below 1/2, subnormals, ±0. -/
+def genBias64 : Gen Float := do
+  let c ← nextNat 4
+  if c ≤ 1 then genExp64 1015 7 true
+  else if c == 2 then genSubnormal64
+  else return Float.ofBits ((← nextNat 2) * 0x8000000000000000).toUInt64
+
+instance : Inhabited Float := ⟨f64zero⟩
+
+/-- Scales in binary64: 1, 2.5, Kimi K2's 2.827 and 0.1 as binary64 rounds them (not the
+binary32 values), 16, 1.5. -/
+def scales64 : List Float := Lst.map (fun b => Float.ofBits (UInt64.ofNat b))
+  [0x3ff0000000000000, 0x4004000000000000, 0x40069db22d0e5604, 0x4030000000000000,
+    0x3fb999999999999a, 0x3ff8000000000000]
+
+def binary64Case' (i : Nat) : Gen Case := do
+  let (E, G) ← pick familyShapes
+  if i % 2 == 0 then
+    let l ← genLogits64From E none
+    let p ← genParams E G (Lst.replicate E f64zero) genBias64 scales64 true
+    return routeGatesCase s!"binary64 logits that are not binary32 values #{i}, E={E} G={G}"
+      [] p l
+  let s ← genScores64From E none
+  let p ← genParams E G s genBias64 scales64 true
+  return routeScoresCase s!"binary64 scores that are not binary32 values #{i}, E={E} G={G}"
+    [] p s true
+
+/-- The models' sizes: i < 50 at E = 256 in 8 groups (DeepSeek-V3: sigmoid, bias, top 4
+groups by top-2 sum, k = 8, renormalised, 2.5; every fifth DeepSeek-V2-like: softmax, top 3
+groups by max, k = 6, raw, 16), then E = 384 (Kimi K2: sigmoid, bias, one group, k = 8,
+renormalised, 2.827; every fifth in 8 groups by top-2 sum, top 2). Every fifth in binary64. -/
+def sizeCase' (i : Nat) : Gen Case := do
+  let kimi := decide (50 ≤ i)
+  let E := if kimi then 384 else 256
+  let b ← genList E genBias32
+  let v := i % 5
+  let p : RouteParams Float32 :=
+    if !kimi then
+      if v == 4 then {
+          k := 6, score := .softmax, bias := none, groups := 8, topkGroups := 3,
+          groupScore := .max, renormalize := false, scale := f32 0x41800000 }
+      else {
+          k := 8, score := .sigmoid, bias := some b, groups := 8, topkGroups := 4,
+          groupScore := .top2Sum, renormalize := true, scale := f32 0x40200000 }
+    else
+      if v == 4 then {
+          k := 8, score := .sigmoid, bias := some b, groups := 8, topkGroups := 2,
+          groupScore := .top2Sum, renormalize := true, scale := f32 0x4034ed91 }
+      else {
+          k := 8, score := .sigmoid, bias := some b, groups := 1, topkGroups := 1,
+          groupScore := .max, renormalize := true, scale := f32 0x4034ed91 }
+  let l ← genFamilyLogits32 p.score E
+  let name := if kimi then "Kimi K2 size (E = 384)" else "DeepSeek-V3 size (E = 256, G = 8)"
+  if v == 3 then return routeGatesCase s!"{name}, binary64 #{i}" [] (widenParams p) (widen l)
+  return routeGatesCase s!"{name}, binary32 #{i}" [] p l
+
 /-! ## The file -/
 
 def groupOrder : List String :=
@@ -1151,7 +1581,7 @@ def notes : List (String × String) :=
    ("KAboveE", "k > E: every expert is kept, min k E = E."),
    ("NonFiniteRow", "Some probability is NaN (a +inf logit, or every logit -inf): the spec's value is not a real number; its float evaluation is the reference."),
    ("ExpUnderflow", "Some exp(x_i - m) underflows to 0 in binary32."),
-   ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable, docs/design.md section 1)."),
+   ("Float32ProbabilityTie", "Routing on the binary32 probabilities keeps a different set than routing on the logits (result acceptable: docs/design.md §1 The spec, kept_softmax; §3 Verdicts and budgets)."),
    ("NaN", "A NaN score is outside the domain (StrictWeak fails): the oracle must reject it."),
    ("TieAtKeptBoundary", "The last kept and the first displaced expert tie exactly: the index tie-break decides, so relabelling the experts need not relabel the gates."),
    ("SeedTheorem", "A concrete theorem of the seed (capacity_depends_on_devices, balance_depends_on_devices)."),
@@ -1171,7 +1601,23 @@ def notes : List (String × String) :=
    ("SigmoidSaturates", "A finite logit has sigmoid exactly 1 (binary32 above about 16.6): a tie that rounding creates."),
    ("SigmoidExpOverflow", "exp(0 - x) overflows to +inf for a finite x: the sigmoid is exactly 0."),
    ("Llama4TopOne", "Llama 4's router: sigmoid, no bias, one group, k = 1, raw score."),
-   ("DeepSeekV3Shape", "DeepSeek-V3's router at a small size: sigmoid, bias, groups by top-2 sum, renormalised, scale 2.5.")]
+   ("DeepSeekV3Shape", "DeepSeek-V3's router at a small size: sigmoid, bias, groups by top-2 sum, renormalised, scale 2.5."),
+   ("InvalidParams", "The parameters are outside paramsValid (result invalid): brokenRules names every rule they break; the outputs are the spec's total values (the C ABI must answer MOE_ROUTE_EBADPARAMS)."),
+   ("NoExperts", "E = 0: every output is empty."),
+   ("NaNKey", "A selection key is NaN (outside StrictWeak): Lean's literal ranking with Context's comparison decides what is kept; the fast rankings refuse the row."),
+   ("NaNGroupScore", "A group score is NaN (a top-2 sum of +inf and -inf keys): the literal ranking of the groups decides."),
+   ("NaNBias", "A bias is NaN."),
+   ("InfiniteBias", "A bias is +inf or -inf."),
+   ("NaNLogit", "A logit is NaN."),
+   ("InfiniteLogit", "A logit is +inf or -inf."),
+   ("NonFiniteScale", "The scale is +inf, -inf or NaN: inside Lean's paramsValid (a Context cannot test finiteness), outside the C ABI's domain."),
+   ("NonPositiveScale", "The scale is 0 or negative: inside the domain; gates take the scale's sign."),
+   ("ZeroTotal", "Renormalising over kept scores that sum to zero: 0/0 is NaN in binary32 and binary64 and 0 over the rationals (docs/oracle.md, decisions)."),
+   ("ZeroSignGroupMax", "A group's max keeps the later of two equal keys (+0 and -0): keeping the first would give the other sign."),
+   ("ZeroSignTop2Sum", "A group's top-2 sum is (0 + c_best) + c_second: without the leading 0 + it would have the other sign."),
+   ("NotBinary32", "A binary64 input (logit, score, bias or scale) is not a binary32 value."),
+   ("DeepSeekV3Size", "E = 256 in 8 groups (DeepSeek-V3's size)."),
+   ("KimiK2Size", "E = 384 (Kimi K2's size).")]
 
 def testText (id : Nat) (c : Case) : String :=
   obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
@@ -1199,7 +1645,8 @@ def header : List String := [
   "Generated by lean-traces/Export.lean from lean-traces/Spec.lean; do not edit: run lean-traces/regen.",
   "Floats are IEEE bit patterns (8 hex digits binary32, 16 hex digits binary64); rationals are num/den in lowest terms.",
   "Every sum is a left fold from zero in index order; keptExperts is best first.",
-  "exps are the values Lean's libm (musl, in WebAssembly) gave: replay with them for bit-exact results."]
+  "exps are the values Lean's libm (musl, in WebAssembly) gave: replay with them for bit-exact results.",
+  "The definitions are those of docs/design.md §1 (The spec) and §6 (The routing family); docs/oracle.md lists the decisions where the sources are silent."]
 
 def render (cases : List Case) : String :=
   let (groups, next) := groupTexts cases groupOrder 1
@@ -1233,14 +1680,18 @@ def allCases : Gen (List Case) := do
   -- Drawn after every earlier group, so that adding them left the earlier draws unchanged.
   let fp ← numbered forwardProbsCase' 120 0
   let sp ← numbered softmaxPermuteCase' 100 0
-  -- The routing family (issue 16), drawn after everything else for the same reason.
+  -- The routing family (docs/design.md §6), drawn after everything else for the same reason.
   let rs ← numbered routeScoresCase' 300 0
   let rg ← numbered routeGatesCase' 200 0
   let md ← numbered modelCase' 96 0
   let sg' ← numbered sigmoidCase' 60 0
+  -- The family's edges, drawn after everything else for the same reason.
+  let b64 ← numbered binary64Case' 60 0
+  let big ← numbered sizeCase' 100 0
   return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw, fixedForwardCases,
     pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp,
-    familyRowCases, rs, fixedRouteGatesCases, rg, joinLists md, fixedSigmoidCases, sg']
+    familyRowCases, rs, fixedRouteGatesCases, rg, joinLists md, fixedSigmoidCases, sg',
+    paramRowCases, floatEdgeCases, zeroTotalCases, b64, big]
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1

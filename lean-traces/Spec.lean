@@ -1,5 +1,6 @@
 /-
-  moe-oracle: the MoE routing spec of docs/design.md section 1, in Lean 4 core (no Mathlib).
+  moe-oracle: the MoE routing spec of docs/design.md §1 (The spec) and §6 (The routing
+  family), in Lean 4 core (no Mathlib).
 
   The names are TorchLean's (`Spec.MoE.beats`, `rank`, `kept`, `keptExperts`,
   `Activation.softmaxVecSpec`, `gatesVecSpec`, `combineSpec`, `forwardSpec`,
@@ -10,7 +11,7 @@
   to evaluate. Out-of-range reads give `Context.zero` (never happens: every index used
   below is `< length`).
 
-  Where the seeds leave an order open, this file fixes it as docs/design.md section 1 does:
+  Where the seeds leave an order open, this file fixes it as docs/design.md §1 (The spec) does:
   `keptExperts` lists the kept experts best first; every sum is a left fold seeded with
   zero, in index order.
 
@@ -93,8 +94,13 @@ def replicate {β : Type} : Nat → β → List β
   | 0, _ => []
   | n + 1, x => x :: replicate n x
 
+/-- `[m, m + 1, …, m + n - 1]` (one cons per element: linear in n). -/
+def rangeFrom : Nat → Nat → List Nat
+  | _, 0 => []
+  | m, n + 1 => m :: rangeFrom (m + 1) n
+
 /-- `[0, 1, …, n - 1]`. -/
-def range (n : Nat) : List Nat := foldl (fun acc _ => app acc [len acc]) [] (replicate n ())
+def range (n : Nat) : List Nat := rangeFrom 0 n
 
 def zip {β γ : Type} : List β → List γ → List (β × γ)
   | x :: xs, y :: ys => (x, y) :: zip xs ys
@@ -104,6 +110,18 @@ def eqBy {β : Type} (eq : β → β → Bool) : List β → List β → Bool
   | [], [] => true
   | x :: xs, y :: ys => eq x y && eqBy eq xs ys
   | _, _ => false
+
+/-- Bool equality by cases (the interpreter has no code for `==` on `Bool`, which goes
+through `instBEqOfDecidableEq`). -/
+def eqBool : Bool → Bool → Bool
+  | true, true => true
+  | false, false => true
+  | _, _ => false
+
+/-- Nat equality as a function to pass (`Lst.eqBy eqNat`): `==` on a `List Nat` in a
+definition generic over a `Context` asks for `instBEqOfDecidableEq._redArg`, which the
+interpreter lacks. -/
+def eqNat (a b : Nat) : Bool := a == b
 
 def insertSorted (x : Nat) : List Nat → List Nat
   | [] => [x]
@@ -115,7 +133,7 @@ end Lst
 
 /-- A scalar context: TorchLean's `Context` without `exp` (so that `Rat` has one).
 `max` is Lean's `maxOfLe` (`if x ≤ y then y else x`); `gtBool x y = decide (x > y)`.
-`one` is a field, not derived: the routing family (issue 16) needs it for the sigmoid
+`one` is a field, not derived: the routing family (docs/design.md §6) needs it for the sigmoid
 `1 / (1 + exp(0 - x))` and for "scale 1 = no scaling", and no total derivation exists in
 every context (`x / x` is 0 at 0 over `Rat`, `exp 0` needs an `ExpContext`). The C++
 oracle's `ContextBase::one()` is the literal 1, as here. -/
@@ -216,9 +234,20 @@ def beats (s : List α) (j i : Nat) : Bool :=
   Context.gtBool (score s j) (score s i) ||
     (decide (j < i) && !(Context.gtBool (score s i) (score s j)))
 
-/-- `rank s i`: how many experts beat `i` (0 = best; `rank_lt`, `rank_injective`). -/
+/-- `beats` given the two scores: `beatsAt (s j) j (s i) i = beats s j i`. -/
+def beatsAt (sj : α) (j : Nat) (si : α) (i : Nat) : Bool :=
+  Context.gtBool sj si || (decide (j < i) && !(Context.gtBool si sj))
+
+/-- The experts with their scores, `[(0, s₀), (1, s₁), …]`: the counts below walk this list
+once instead of reading `score s j` (a walk of j cells) for every j, so that a rank costs E
+steps, not E²/2 (the vectors at E = 384 need it; the value is the same). -/
+def indexed (s : List α) : List (Nat × α) := Lst.zip (Lst.range (Lst.len s)) s
+
+/-- `rank s i`: how many experts beat `i` (0 = best; `rank_lt`, `rank_injective`): the
+experts j with `beats s j i`, counted in index order. -/
 def rank (s : List α) (i : Nat) : Nat :=
-  Lst.foldl (fun n j => if beats s j i then n + 1 else n) 0 (Lst.range (Lst.len s))
+  let si := score s i
+  Lst.foldl (fun n (js : Nat × α) => if beatsAt js.2 js.1 si i then n + 1 else n) 0 (indexed s)
 
 /-- All ranks, in expert order. -/
 def ranks (s : List α) : List Nat := Lst.map (rank s) (Lst.range (Lst.len s))
@@ -365,7 +394,7 @@ def switchBalance (E : Nat) (group : List (Nat × List Rat)) : Rat :=
 
 end Spec.MoE
 
-/-! ## The routing family of today's open MoE models (issue 16)
+/-! ## The routing family of today's open MoE models (docs/design.md §6, The routing family)
 
 Scores `s` (softmax or sigmoid of the logits), selection keys `c = s + b` (exactly `s`
 without a bias), optional groups of experts ranked by a group score, the k best eligible
@@ -435,6 +464,27 @@ def paramsValid (E : Nat) (p : RouteParams α) : Bool :=
     | .max => true
     | .top2Sum => decide (p.groups ≤ 1) || decide (2 ≤ E / p.groups))
 
+/-- The six conjuncts of `paramsValid`, each evaluated on its own and named, in its order.
+(G = 0 can never fail alone: every `topkGroups ≥ 1` then exceeds G too; and E % 0 = E, so
+with E > 0 it also fails `groupsDivideExperts`.) -/
+def paramsRules (E : Nat) (p : RouteParams α) : List (String × Bool) :=
+  [("biasLength", match p.bias with
+      | none => true
+      | some b => Lst.len b == E),
+   ("groupsPositive", decide (1 ≤ p.groups)),
+   ("groupsDivideExperts", E % p.groups == 0),
+   ("topkGroupsPositive", decide (1 ≤ p.topkGroups)),
+   ("topkGroupsAtMostGroups", decide (p.topkGroups ≤ p.groups)),
+   ("top2SumGroupsOfTwo", match p.groupScore with
+      | .max => true
+      | .top2Sum => decide (p.groups ≤ 1) || decide (2 ≤ E / p.groups))]
+
+/-- The names of the rules of `paramsValid` that `p` breaks for E experts (empty exactly
+when `paramsValid E p`; Export.lean checks that on every exported case). -/
+def paramsBrokenRules (E : Nat) (p : RouteParams α) : List String :=
+  Lst.map (fun (r : String × Bool) => r.1)
+    (Lst.filter (fun (r : String × Bool) => !r.2) (paramsRules E p))
+
 end Spec.MoE
 
 namespace Activation
@@ -463,7 +513,8 @@ variable {α : Type} [Context α]
 def biasedKeys (bias : Option (List α)) (s : List α) : List α :=
   match bias with
   | none => s
-  | some b => Lst.map (fun i => Context.add (score s i) (score b i)) (Lst.range (Lst.len s))
+  | some b => Lst.map (fun (sb : α × α) => Context.add sb.1 sb.2)
+      (Lst.zip s (Lst.app b (Lst.replicate (Lst.len s - Lst.len b) Context.zero)))
 
 /-- The experts of group g out of G over E experts: `[g·E/G, (g+1)·E/G)`. -/
 def groupMembers (E G g : Nat) : List Nat :=
@@ -472,9 +523,11 @@ def groupMembers (E G g : Nat) : List Nat :=
 /-- The group of expert e: `e / (E/G)` (0 for every expert when E/G = 0). -/
 def groupOf (E G e : Nat) : Nat := e / (E / G)
 
-/-- The keys of group g, in index order. -/
+/-- The keys of group g, in index order: those of `groupMembers`, the E/G keys from
+g·E/G on (taken from the list in one walk rather than read one `score` at a time). -/
 def groupKeys (c : List α) (G g : Nat) : List α :=
-  Lst.map (score c) (groupMembers (Lst.len c) G g)
+  let n := Lst.len c / G
+  Lst.take n (Lst.drop (g * n) c)
 
 /-- `groupMax c G g`: the left fold of `max` over the group's keys seeded with its first
 key (softmax's max; zero for an empty group, which only an invalid G makes). -/
@@ -516,8 +569,10 @@ def eligible (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
 
 /-- `routeRank` given the group scores. -/
 def routeRankIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : Nat :=
-  Lst.foldl (fun n j => if eligibleIn p (Lst.len c) gsc j && beats c j e then n + 1 else n) 0
-    (Lst.range (Lst.len c))
+  let E := Lst.len c
+  let ce := score c e
+  Lst.foldl (fun n (jc : Nat × α) =>
+    if eligibleIn p E gsc jc.1 && beatsAt jc.2 jc.1 ce e then n + 1 else n) 0 (indexed c)
 
 /-- `routeRank p c e`: how many eligible experts beat e on the keys `c`. -/
 def routeRank (p : RouteParams α) (c : List α) (e : Nat) : Nat :=
@@ -532,17 +587,46 @@ def routeKeptIn (p : RouteParams α) (c : List α) (gsc : List α) (e : Nat) : B
 def routeKept (p : RouteParams α) (c : List α) (e : Nat) : Bool :=
   routeKeptIn p c (groupScores p.groupScore p.groups c) e
 
+/-- `eligibleIn` of every expert, in expert order. -/
+def eligibleMaskIn (p : RouteParams α) (E : Nat) (gsc : List α) : List Bool :=
+  Lst.map (eligibleIn p E gsc) (Lst.range E)
+
+/-- `routeRankIn` of every expert, in expert order: the eligibility of every expert is
+computed once, then each rank walks the (index, key, eligible) rows once, so that a row of
+E experts costs E² steps (`routeRankIn` one expert at a time recomputes each expert's
+eligibility: E² · G). The same numbers: a `#guard` below checks it over small rows, and
+Export.lean on every exported row of up to 16 experts. -/
+def routeRanksIn (p : RouteParams α) (c : List α) (gsc : List α) : List Nat :=
+  let rows := Lst.zip (indexed c) (eligibleMaskIn p (Lst.len c) gsc)
+  Lst.map (fun (ei : Nat × α) => Lst.foldl (fun n (row : (Nat × α) × Bool) =>
+      if row.2 && beatsAt row.1.2 row.1.1 ei.2 ei.1 then n + 1 else n) 0 rows) (indexed c)
+
+/-- `routeKept` of every expert given every expert's eligibility `el` and rank `r`:
+eligible and of rank below k. -/
+def routeKeptMaskOf (k : Nat) (el : List Bool) (r : List Nat) : List Bool :=
+  Lst.map (fun (er : Bool × Nat) => er.1 && decide (er.2 < k)) (Lst.zip el r)
+
+/-- `routeKeptIn` of every expert, in expert order (from `eligibleMaskIn` and
+`routeRanksIn`). -/
+def routeKeptMaskIn (p : RouteParams α) (c : List α) (gsc : List α) : List Bool :=
+  routeKeptMaskOf p.k (eligibleMaskIn p (Lst.len c) gsc) (routeRanksIn p c gsc)
+
+/-- The kept experts given every expert's eligibility `el` and rank `r`, best first:
+position r holds the eligible expert of rank r, for r < min k (number eligible). -/
+def routeKeptExpertsOf (k : Nat) (el : List Bool) (r : List Nat) : List Nat :=
+  let nEl := Lst.len (Lst.filter (fun b => b) el)
+  -- (i, eligible i, routeRank i), walked once per position
+  let rows := Lst.zip (Lst.range (Lst.len el)) (Lst.zip el r)
+  Lst.filterMap (fun pos => match Lst.find? (fun (row : Nat × Bool × Nat) =>
+      row.2.1 && row.2.2 == pos) rows with
+    | some row => some row.1
+    | none => none) (Lst.range (min k nEl))
+
 /-- The kept experts, best first: position r holds the eligible expert of `routeRank` r,
 for r < min k (number eligible). -/
 def routeKeptExperts (p : RouteParams α) (c : List α) : List Nat :=
-  let E := Lst.len c
   let gsc := groupScores p.groupScore p.groups c
-  let idx := Lst.range E
-  let el := Lst.map (eligibleIn p E gsc) idx
-  let r := Lst.map (routeRankIn p c gsc) idx
-  let nEl := Lst.len (Lst.filter (fun b => b) el)
-  Lst.filterMap (fun pos => Lst.find? (fun i => Lst.getD el i false && Lst.getD r i 0 == pos)
-    idx) (Lst.range (min p.k nEl))
+  routeKeptExpertsOf p.k (eligibleMaskIn p (Lst.len c) gsc) (routeRanksIn p c gsc)
 
 /-- The dense gates (length E) given the scores `s` and the keys `c` (no exp, so it runs
 over `Rat`): for e kept on `c`, `w_e = s_e` (the unbiased score), divided by
@@ -577,7 +661,7 @@ theorem routeKeptIn_one_group (p : RouteParams α) (hg : p.groups = 1) (c gsc : 
   funext e
   simp [routeKeptIn, routeRankIn, eligibleIn, kept, rank, hg]
 
-/-- The family reduces to `gatesVecSpec` (issue 16): with softmax scores, no bias, one
+/-- The family reduces to `gatesVecSpec` (docs/design.md §6): with softmax scores, no bias, one
 group, renormalisation and scale 1, the gates are `gatesVecSpecWith`, for every
 exponential, in every context where `x * 1 = x`. That holds over `Rat`, and in binary32 and
 binary64 for every non-NaN x (a NaN stays a NaN, of any payload); Export.lean checks the
@@ -709,7 +793,7 @@ def softmaxRelabels (s : List Rat) (e : List Nat) : Bool :=
 #guard Lst.all (fun E => Lst.all (fun s => Lst.all (softmaxRelabels s) (permutations E))
   (allVectors ratValues E)) (Lst.range 4)
 
--- The routing family (issue 16), on rows worked out by hand (Export.lean exports them).
+-- The routing family (docs/design.md §6), on rows worked out by hand (Export.lean exports them).
 def famBase : RouteParams Rat := {
   k := 2, score := .sigmoid, bias := none, groups := 1, topkGroups := 1,
   groupScore := .max, renormalize := true, scale := 1 }
@@ -742,5 +826,64 @@ def famTop2 : List Rat := [3/8, 1/8, 1/4, 1/4, 1/2, 0, 1/8, 1/8]
     Lst.eqBy ratEq (routeGatesFromScores (mixtralParams k) s s) (gatesFromProbs k s) &&
     routeKeptExperts (mixtralParams k) s == keptExperts k s) (Lst.range (E + 2)))
   (allVectors ratValues E)) (Lst.range 4)
+
+-- rank counts the experts j with `beats s j i` (it walks the scores once instead of reading
+-- each `score s j`): the same number, over every vector of length ≤ 4 above.
+#guard Lst.all (fun E => Lst.all (fun s => Lst.all (fun i =>
+    rank s i == Lst.len (Lst.filter (fun j => beats s j i) (Lst.range E))) (Lst.range E))
+  (allVectors floatValues E)) (Lst.range 5)
+
+-- The all-at-once forms are the pointwise definitions, and groupKeys are groupMembers'
+-- keys: over every row of length ≤ 4 of {-0, 0, 1, NaN}, one to four groups by max and by
+-- top-2 sum, every topkGroups and k = 1, 2.
+def nanValues : List Float := [Float.ofBits 0x8000000000000000, Float.ofBits 0,
+  Float.ofBits 0x3ff0000000000000, Float.ofBits 0x7ff8000000000000]
+def allAtOnceIsPointwise (p : RouteParams Float) (c : List Float) : Bool :=
+  let E := Lst.len c
+  let gsc := groupScores p.groupScore p.groups c
+  let idx := Lst.range E
+  Lst.eqBy Lst.eqBool (eligibleMaskIn p E gsc) (Lst.map (eligibleIn p E gsc) idx) &&
+  routeRanksIn p c gsc == Lst.map (routeRankIn p c gsc) idx &&
+  Lst.eqBy Lst.eqBool (routeKeptMaskIn p c gsc) (Lst.map (routeKeptIn p c gsc) idx) &&
+  Lst.all (fun g => Lst.eqBy (fun x y => f64bits x == f64bits y) (groupKeys c p.groups g)
+    (Lst.map (score c) (groupMembers E p.groups g))) (Lst.range p.groups)
+def guardParams (k G t : Nat) (gs : GroupScore) : RouteParams Float :=
+  { k := k, score := .sigmoid, bias := none, groups := G, topkGroups := t, groupScore := gs,
+    renormalize := true, scale := f64one }
+#guard Lst.all (fun E => Lst.all (fun c => Lst.all (fun G => Lst.all (fun t => Lst.all
+    (fun k => Lst.all (fun gs => allAtOnceIsPointwise (guardParams k G t gs) c)
+      [GroupScore.max, GroupScore.top2Sum]) [1, 2]) (Lst.rangeFrom 1 G))
+    (Lst.filter (fun G => E % G == 0) (Lst.rangeFrom 1 4)))
+  (allVectors nanValues E)) (Lst.range 5)
+
+/-! ### The sign of a zero group score: three readings, two of them told apart
+
+A group score's sign changes no kept set (+0 and -0 tie), but the vectors export it bit
+for bit, so a kernel or a transliteration that reads the definitions otherwise is seen. -/
+
+def pz : Float32 := Float32.ofBits 0
+def nz : Float32 := Float32.ofBits 0x80000000
+-- groupMax is a left fold of maxOfLe (`if x ≤ y then y else x`): of two equal keys it keeps
+-- the later one. [+0, -0] scores -0 and [-0, +0] scores +0 (keeping the first would swap
+-- them).
+#guard f32bits (groupMax [pz, nz] 1 0) == 0x80000000
+#guard f32bits (groupMax [nz, pz] 1 0) == 0
+-- groupTop2Sum adds from zero, `(0 + c_best) + c_second`: two -0 keys score +0, where
+-- `c_best + c_second` without the leading `0 +` would give -0.
+#guard f32bits (groupTop2Sum [nz, nz] 1 0) == 0
+#guard f32bits (Context.add nz nz) == 0x80000000
+-- Adding the second key first, `(0 + c_second) + c_best`, is the same function in IEEE
+-- arithmetic (round to nearest): x + y = y + x bit for bit, and 0 + x is x except that it
+-- turns -0 into +0, so both orders give a + b for nonzero keys and +0 when both are zeros.
+-- Checked over every pair of the binary32 values below (NaN matches NaN): no vector can tell
+-- this reading apart, so it is not one of the mutations the replays must kill.
+@[noinline] def f32ofNat (n : Nat) : Float32 := Float32.ofBits n.toUInt32
+def signedEdges32 : List Float32 :=
+  Lst.map f32ofNat [0, 0x80000000, 1, 0x80000001, 0x3f800000, 0xbf800000, 0x7f7fffff,
+    0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x00800000, 0x80800000]
+def sameBits32 (x y : Float32) : Bool := f32bits x == f32bits y || (f32isNaN x && f32isNaN y)
+#guard Lst.all (fun a => Lst.all (fun b =>
+    sameBits32 (f32add (f32add f32zero a) b) (f32add (f32add f32zero b) a))
+  signedEdges32) signedEdges32
 
 end Spec.MoE.Checks

@@ -76,12 +76,16 @@ TEST(MiniSchema, ChecksTheFamilyGroups) {
   doc = minimalFile();
   doc["testGroups"][0]["type"] = "RouteScoresTest";
   doc["testGroups"][0]["tests"][0] = json::parse(R"({"tcId": 1, "comment": "", "flags": [],
-    "result": "valid", "context": "rational", "k": 1, "groups": 1, "topkGroups": 1,
-    "groupScore": "max", "renormalize": true, "scale": "1/1", "scores": ["1/2"],
+    "result": "valid", "context": "rational", "k": 1, "score": "sigmoid", "groups": 1,
+    "topkGroups": 1, "groupScore": "max", "renormalize": true, "scale": "1/1",
+    "paramsValid": true, "brokenRules": [], "scores": ["1/2"],
     "keys": ["1/2"], "groupScores": ["1/2"], "keptGroups": [0], "eligible": [true],
     "routeRanks": [0], "routeKept": [true], "routeKeptExperts": [0], "gates": ["1/1"]})");
   EXPECT_EQ(firstErrors(schema.validate(doc)), "");
   doc["testGroups"][0]["tests"][0]["groupScore"] = "mean";
+  EXPECT_EQ(schema.validate(doc).size(), 1u);
+  doc["testGroups"][0]["tests"][0]["groupScore"] = "max";
+  doc["testGroups"][0]["tests"][0].erase("brokenRules");
   EXPECT_EQ(schema.validate(doc).size(), 1u);
 }
 
@@ -153,8 +157,9 @@ TEST(LeanVectorsLint, ScalarsMatchTheirContext) {
 }
 
 TEST(LeanVectorsLint, ResultsHaveTheirReasons) {
-  // invalid only for NaN scores; acceptable only where binary32 routing on probabilities
-  // differs from routing on logits (docs/design.md §1).
+  // invalid only for NaN scores and family parameters outside paramsValid; acceptable only
+  // where binary32 routing on probabilities differs from routing on logits (docs/design.md
+  // §1 and §3).
   for (const auto& group : vectors().at("testGroups")) {
     for (const auto& test : group.at("tests")) {
       const std::string result = test.at("result");
@@ -163,12 +168,12 @@ TEST(LeanVectorsLint, ResultsHaveTheirReasons) {
         return std::find(flags.begin(), flags.end(), f) != flags.end();
       };
       if (result == "invalid") {
-        EXPECT_TRUE(has("NaN")) << describe(test);
+        EXPECT_TRUE(has("NaN") || has("InvalidParams")) << describe(test);
       }
       if (result == "acceptable") {
         EXPECT_TRUE(has("Float32ProbabilityTie")) << describe(test);
       }
-      if (has("NaN")) {
+      if (has("NaN") || has("InvalidParams")) {
         EXPECT_EQ(result, "invalid") << describe(test);
       }
     }
