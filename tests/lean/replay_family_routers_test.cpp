@@ -38,11 +38,13 @@ fuzz::Case caseOf(const json& t) {
   c.threads = 1;
   c.allowNaN = true;
   fuzz::Family f;
-  f.score = t.at("score") == "softmax" ? 0 : 1;
+  f.score =
+      t.at("score") == "softmax" ? fuzz::ScoreFunction::kSoftmax : fuzz::ScoreFunction::kSigmoid;
   if (t.contains("bias")) f.bias = vecFromJson<float>(t.at("bias"));
   f.groups = t.at("groups").get<int32_t>();
   f.topkGroups = t.at("topkGroups").get<int32_t>();
-  f.groupScore = t.at("groupScore") == "max" ? 0 : 1;
+  f.groupScore = t.at("groupScore") == "max" ? fuzz::GroupScoreFunction::kMax
+                                             : fuzz::GroupScoreFunction::kTop2Sum;
   f.renormalize = t.at("renormalize").get<bool>() ? 1 : 0;
   f.scale = f32FromHex(t.at("scale").get<std::string>());
   c.family = f;
