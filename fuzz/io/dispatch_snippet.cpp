@@ -12,6 +12,7 @@
 #include "moe/fuzz/dispatch_contract.hpp"
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/oracle/dispatch.hpp"
+#include "snippet_parts.hpp"
 
 namespace moe::fuzz {
 
@@ -279,34 +280,13 @@ void cSnippet(fmt::memory_buffer& out, const DispatchFinding& f, const std::stri
 }  // namespace
 
 std::string dispatchSnippet(const nlohmann::json& file, std::string_view language) {
-  if (language != "python" && language != "c") {
-    throw std::invalid_argument(
-        fmt::format("snippet language {}: python or c", std::string(language)));
-  }
-  std::vector<DispatchFinding> findings;
-  for (const auto& g : file.at("testGroups")) {
-    if (g.value("type", "") != "DispatchReproducer") continue;
-    for (const auto& t : g.at("tests")) findings.push_back(readFinding(t));
-  }
-  if (findings.empty()) {
-    throw std::invalid_argument("no DispatchReproducer test: nothing to write a snippet for");
-  }
-  fmt::memory_buffer out;
-  std::vector<std::string> suffixes;
-  for (size_t i = 0; i < findings.size(); ++i) {
-    suffixes.push_back(findings.size() > 1 ? fmt::format("_{}", i + 1) : std::string());
-  }
+  const auto findings = snippetFindings(file, "DispatchReproducer", readFinding);
   if (language == "python") {
-    for (size_t i = 0; i < findings.size(); ++i) {
-      if (findings.size() > 1) {
-        fmt::format_to(std::back_inserter(out),
-                       "{}# ---- snippet {} of {}: self-contained, runs on its own ----\n",
-                       i > 0 ? "\n\n" : "", i + 1, findings.size());
-      }
-      pythonSnippet(out, findings[i]);
-    }
-    return fmt::to_string(out);
+    return pythonSnippets(
+        findings, [](fmt::memory_buffer& out, const DispatchFinding& f) { pythonSnippet(out, f); });
   }
+  const std::vector<std::string> suffixes = snippetSuffixes(findings.size());
+  fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out),
                  "/* moe-oracle: {} dispatch finding(s) as C99. Build it with the dispatcher's "
                  "library and\n * moe-oracle's impl/include: cc -std=c99 -I impl/include "

@@ -12,6 +12,7 @@
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/layer_case.hpp"
 #include "moe/fuzz/layer_verdict.hpp"
+#include "snippet_parts.hpp"
 
 namespace moe::fuzz {
 
@@ -481,33 +482,10 @@ void pythonSnippet(fmt::memory_buffer& out, const LayerFinding& f) {
 }  // namespace
 
 std::string layerSnippet(const nlohmann::json& file, std::string_view language) {
-  if (language != "python" && language != "c") {
-    throw std::invalid_argument(
-        fmt::format("snippet language {}: python or c", std::string(language)));
-  }
-  std::vector<LayerFinding> findings;
-  for (const auto& g : file.at("testGroups")) {
-    if (g.value("type", "") != "LayerReproducer") continue;
-    for (const auto& t : g.at("tests")) findings.push_back(readFinding(t));
-  }
-  if (findings.empty()) {
-    throw std::invalid_argument("no LayerReproducer test: nothing to write a snippet for");
-  }
-  std::vector<std::string> suffixes;
-  for (size_t i = 0; i < findings.size(); ++i) {
-    suffixes.push_back(findings.size() > 1 ? fmt::format("_{}", i + 1) : std::string());
-  }
-  if (language == "c") return cProgram(findings, suffixes);
-  fmt::memory_buffer out;
-  for (size_t i = 0; i < findings.size(); ++i) {
-    if (findings.size() > 1) {
-      fmt::format_to(std::back_inserter(out),
-                     "{}# ---- snippet {} of {}: self-contained, runs on its own ----\n",
-                     i > 0 ? "\n\n" : "", i + 1, findings.size());
-    }
-    pythonSnippet(out, findings[i]);
-  }
-  return fmt::to_string(out);
+  const auto findings = snippetFindings(file, "LayerReproducer", readFinding);
+  if (language == "c") return cProgram(findings, snippetSuffixes(findings.size()));
+  return pythonSnippets(
+      findings, [](fmt::memory_buffer& out, const LayerFinding& f) { pythonSnippet(out, f); });
 }
 
 }  // namespace moe::fuzz

@@ -27,6 +27,7 @@
 #include "moe/oracle/certified/family.hpp"
 #include "moe/oracle/certified/gates.hpp"
 #include "moe/oracle/routing.hpp"
+#include "snippet_parts.hpp"
 
 namespace moe::fuzz {
 
@@ -576,36 +577,12 @@ std::string reproducerSnippet(const nlohmann::json& file, std::string_view langu
   checkVectorLayout(file);
   if (isDispatchVectorFile(file)) return dispatchSnippet(file, language);
   if (isLayerVectorFile(file)) return layerSnippet(file, language);
-  std::vector<Finding> findings;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "RouterReproducer") continue;
-    for (const auto& t : g["tests"]) {
-      try {
-        findings.push_back(readFinding(t));
-      } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(
-            fmt::format("tcId {}: {}", t.value("tcId", int64_t{0}), e.what()));
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(
-            fmt::format("tcId {}: {}", t.value("tcId", int64_t{0}), e.what()));
-      }
-    }
-  }
-  if (findings.empty()) {
-    throw std::invalid_argument("no RouterReproducer test: nothing to write a snippet for");
+  const auto findings = snippetFindings(file, "RouterReproducer", readFinding);
+  if (language == "python") {
+    return pythonSnippets(findings,
+                          [](fmt::memory_buffer& out, const Finding& f) { pythonSnippet(out, f); });
   }
   fmt::memory_buffer out;
-  if (language == "python") {
-    for (size_t i = 0; i < findings.size(); ++i) {
-      if (findings.size() > 1) {
-        fmt::format_to(std::back_inserter(out),
-                       "{}# ---- snippet {} of {}: self-contained, runs on its own ----\n",
-                       i > 0 ? "\n\n" : "", i + 1, findings.size());
-      }
-      pythonSnippet(out, findings[i]);
-    }
-    return fmt::to_string(out);
-  }
   const bool family = std::any_of(findings.begin(), findings.end(),
                                   [](const Finding& f) { return f.c.family.has_value(); });
   fmt::format_to(std::back_inserter(out),
@@ -620,10 +597,7 @@ std::string reproducerSnippet(const nlohmann::json& file, std::string_view langu
                    "\n#include \"moe/route_abi.h\" /* moe_route_params_v2 (impl/include) */\n");
   }
   // Several findings share one translation unit: their names get the finding's number.
-  std::vector<std::string> suffixes;
-  for (size_t i = 0; i < findings.size(); ++i) {
-    suffixes.push_back(findings.size() > 1 ? fmt::format("_{}", i + 1) : std::string());
-  }
+  const std::vector<std::string> suffixes = snippetSuffixes(findings.size());
   for (size_t i = 0; i < findings.size(); ++i) {
     fmt::format_to(std::back_inserter(out), "\n");
     cSnippet(out, findings[i], suffixes[i]);

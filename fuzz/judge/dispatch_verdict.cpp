@@ -55,27 +55,8 @@ std::optional<DispatchVerdict> judgeStatus(const DispatchCase& c, const Dispatch
     }
     return std::nullopt;
   }
-  std::string why, allowed;
-  for (const DueStatus& d : due) {
-    why += (why.empty() ? "" : "; ") + d.why;
-    const std::string name = dispatchStatusText(d.status);
-    if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
-  }
-  if (out.status == MOE_ROUTE_OK) {
-    return violation(ViolationKind::kBadParamsAccepted,
-                     fmt::format("returned 0 for a call outside the domain ({}): {}; "
-                                 "layer_abi.h asks for {} with nothing written",
-                                 dispatchShapeText(c), why, allowed));
-  }
-  const bool right = std::any_of(due.begin(), due.end(),
-                                 [&](const DueStatus& d) { return d.status == out.status; });
-  if (!right) {
-    return violation(
-        ViolationKind::kBadParamsWrongStatus,
-        fmt::format("returned {} for a call outside the domain ({}): {}; "
-                    "layer_abi.h asks for {}",
-                    dispatchStatusText(out.status), dispatchShapeText(c), why, allowed),
-        fmt::format("{}", out.status));
+  if (auto f = judgeRefusal(due, out.status, dispatchShapeText(c))) {
+    return violation(f->kind, std::move(f->certificate), std::move(f->tag));
   }
   auto written = [](const std::vector<int32_t>& v) {
     return std::find_if(v.begin(), v.end(), [](int32_t x) { return x != kDispatchUnwritten; }) -
@@ -95,7 +76,7 @@ std::optional<DispatchVerdict> judgeStatus(const DispatchCase& c, const Dispatch
     return violation(ViolationKind::kBadParamsWritten,
                      fmt::format("returned {} ({}) but wrote {}; layer_abi.h: nothing written "
                                  "on any error",
-                                 dispatchStatusText(out.status), why, what));
+                                 dispatchStatusText(out.status), dueReasons(due), what));
   }
   DispatchVerdict pass;
   return pass;
@@ -355,6 +336,37 @@ DispatchVerdict judgeContent(const DispatchCase& c, const DispatchOutput& out,
 }
 
 }  // namespace
+
+std::string dueReasons(const std::vector<DueStatus>& due) {
+  std::string why;
+  for (const DueStatus& d : due) why += (why.empty() ? "" : "; ") + d.why;
+  return why;
+}
+
+std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int status,
+                                          const std::string& shape) {
+  std::string allowed;  // the due statuses by name, each once
+  for (const DueStatus& d : due) {
+    const std::string name = dispatchStatusText(d.status);
+    if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
+  }
+  const std::string why = dueReasons(due);
+  if (status == MOE_ROUTE_OK) {
+    return StatusFinding{ViolationKind::kBadParamsAccepted,
+                         fmt::format("returned 0 for a call outside the domain ({}): {}; "
+                                     "layer_abi.h asks for {} with nothing written",
+                                     shape, why, allowed),
+                         ""};
+  }
+  const bool right =
+      std::any_of(due.begin(), due.end(), [&](const DueStatus& d) { return d.status == status; });
+  if (right) return std::nullopt;
+  return StatusFinding{ViolationKind::kBadParamsWrongStatus,
+                       fmt::format("returned {} for a call outside the domain ({}): {}; "
+                                   "layer_abi.h asks for {}",
+                                   dispatchStatusText(status), shape, why, allowed),
+                       fmt::format("{}", status)};
+}
 
 std::string dispatchStatusText(int status) {
   static const char* kNames[] = {"0",

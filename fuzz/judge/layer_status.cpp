@@ -113,34 +113,15 @@ std::optional<LayerVerdict> judgeLayerStatus(const LayerCase& c, const LayerOutp
                                        dispatchStatusText(out.status), layerShapeText(c)),
                            fmt::format("status-{}", out.status));
   }
-  std::string why, allowed;
-  for (const DueStatus& d : due) {
-    why += (why.empty() ? "" : "; ") + d.why;
-    const std::string name = dispatchStatusText(d.status);
-    if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
-  }
-  if (out.status == MOE_ROUTE_OK) {
-    return statusViolation(ViolationKind::kBadParamsAccepted,
-                           fmt::format("returned 0 for a call outside the domain ({}): {}; "
-                                       "layer_abi.h asks for {} with nothing written",
-                                       layerShapeText(c), why, allowed));
-  }
-  const bool right = std::any_of(due.begin(), due.end(),
-                                 [&](const DueStatus& d) { return d.status == out.status; });
-  if (!right) {
-    return statusViolation(
-        ViolationKind::kBadParamsWrongStatus,
-        fmt::format("returned {} for a call outside the domain ({}): {}; "
-                    "layer_abi.h asks for {}",
-                    dispatchStatusText(out.status), layerShapeText(c), why, allowed),
-        fmt::format("{}", out.status));
+  if (auto f = judgeRefusal(due, out.status, layerShapeText(c))) {
+    return statusViolation(f->kind, std::move(f->certificate), std::move(f->tag));
   }
   const std::string written = firstWritten(c, out);
   if (!written.empty()) {
     return statusViolation(ViolationKind::kBadParamsWritten,
                            fmt::format("returned {} ({}) but wrote {}; layer_abi.h: nothing "
                                        "written on any error",
-                                       dispatchStatusText(out.status), why, written));
+                                       dispatchStatusText(out.status), dueReasons(due), written));
   }
   LayerVerdict pass;
   pass.outcome = Outcome::kExact;

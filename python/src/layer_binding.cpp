@@ -77,7 +77,9 @@ py::dict verdictDict(const fuzz::LayerVerdict& v) {
 std::unique_ptr<fuzz::LayerKernel> namedLayer(const std::string& name, fuzz::Contract contract) {
   return fuzz::makeFunctionLayer(name, std::move(contract),
                                  [](const fuzz::LayerCase&, float*, int32_t*, float*) {
-                                   return fuzz::LayerFnAnswer{MOE_ROUTE_EUNSUPPORTED};
+                                   fuzz::LayerFnAnswer answer;
+                                   answer.status = MOE_ROUTE_EUNSUPPORTED;
+                                   return answer;
                                  });
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,19 @@ DispatchVerdict judgeDispatch(const DispatchCase& c, const DispatchOutput& out,
 
 // "MOE_ROUTE_EBADPARAMS (6)", ... for messages.
 std::string dispatchStatusText(int status);
+
+// What a status says of a call that layer_abi.h wants refused (`due` not empty), for the
+// dispatch and layer doors alike: a finding when the call was accepted or answered with a
+// status none of the due errors allows, else nothing (whether something was written is the
+// caller's to check). `shape` names the call in the certificate.
+struct StatusFinding {
+  ViolationKind kind = ViolationKind::kNone;
+  std::string certificate, tag;
+};
+std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int status,
+                                          const std::string& shape);
+// The due errors' reasons, "; "-separated.
+std::string dueReasons(const std::vector<DueStatus>& due);
 
 }  // namespace moe::fuzz
 
