@@ -64,12 +64,12 @@ class CaseFunctionLayer final : public LayerKernel {
 };
 
 // In the door's child: the integers are tokens, hidden, intermediate, experts, k,
-// activation, dtype, then the route (present, struct_size, score, groups, topk_groups,
-// group_score, renormalize, the scale's bits), then the layer's struct_size; the buffers x,
-// logits, w13, w2, y, ids, gates, bias.
+// activation, dtype, then whether a route is given and its moe_route_params_v2
+// (paramsToScalars), then the layer's struct_size; the buffers x, logits, w13, w2, y, ids,
+// gates, bias.
 int invokeLayer(void* symbol, const int64_t* s, void* const* b) {
   moe_layer_params_v1 p{};
-  p.struct_size = static_cast<uint32_t>(s[15]);
+  p.struct_size = static_cast<uint32_t>(s[8 + kParamsScalars]);
   p.tokens = static_cast<int32_t>(s[0]);
   p.hidden = static_cast<int32_t>(s[1]);
   p.intermediate = static_cast<int32_t>(s[2]);
@@ -97,22 +97,11 @@ class LibraryLayer final : public LayerKernel {
            const void* w13, const void* w2, float* y, int32_t* ids, float* gates, double timeout,
            RouteFault& fault, bool& stopped, bool&) const override {
     const moe_route_params_v2* r = p.route;
-    const int64_t scalars[] = {p.tokens,
-                               p.hidden,
-                               p.intermediate,
-                               p.experts,
-                               p.k,
-                               p.activation,
-                               p.dtype,
-                               r ? 1 : 0,
-                               r ? r->struct_size : 0,
-                               r ? r->score : 0,
-                               r ? r->groups : 0,
-                               r ? r->topk_groups : 0,
-                               r ? r->group_score : 0,
-                               r ? r->renormalize : 0,
-                               r ? std::bit_cast<uint32_t>(r->scale) : 0,
-                               p.struct_size};
+    std::array<int64_t, 9 + kParamsScalars> scalars{
+        p.tokens, p.hidden, p.intermediate, p.experts, p.k, p.activation, p.dtype, r ? 1 : 0};
+    static_assert(scalars.size() <= kDoorMaxScalars);
+    if (r) paramsToScalars(*r, scalars.data() + 8);
+    scalars[8 + kParamsScalars] = p.struct_size;
     // The buffers as the case holds them: a call outside the domain (layer_case.hpp,
     // LayerBadCall) passes sizes its buffers do not have, or NULL.
     const size_t T = static_cast<size_t>(c.tokens), H = static_cast<size_t>(c.hidden),
