@@ -1,6 +1,6 @@
 # `cmake --install build [--prefix P]`: what a kernel repository links (docs/install.md).
 #   bin/moe-oracle                    the command
-#   include/moe/...                   the judge's headers (oracle, fuzz case/routers/judge/io),
+#   include/moe/...                   the judge's headers (oracle, fuzz case/routers/judge/io/run),
 #                                     the C ABI (route_abi.h, layer_abi.h), the matcher
 #   lib/libmoe_*.a                    the judge's static libraries
 #   lib/cmake/MoeOracle/              the package: find_package(MoeOracle) gives
@@ -13,9 +13,9 @@ include(CMakePackageConfigHelpers)
 set(MOE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MoeOracle)
 
 # MoeOracle::judge: the judge and what it reads and writes (case, routers, verdict, I/O, the
-# oracle), without the command's option parsing.
+# run, the oracle), without the command's option parsing.
 add_library(moe_judge INTERFACE)
-target_link_libraries(moe_judge INTERFACE moe_fuzz_io)
+target_link_libraries(moe_judge INTERFACE moe_fuzz_run)
 set_target_properties(moe_judge PROPERTIES EXPORT_NAME judge)
 
 # MoeOracle::abi: the C ABI's headers alone (moe/route_abi.h, moe/layer_abi.h), for a kernel
@@ -28,7 +28,7 @@ set_target_properties(moe_abi PROPERTIES EXPORT_NAME abi)
 # The libraries an installed judge is made of: the judge's own and those its static archives
 # need at link time (the oracle's MPFR code, the built-in routers behind openRouter).
 set(moe_installed_libraries moe_oracle moe_impl moe_fuzz_case moe_fuzz_routers moe_fuzz_judge
-    moe_fuzz_io)
+    moe_fuzz_io moe_fuzz_run)
 
 # A library's include/ folder is used from the source tree when building and from
 # <prefix>/include once installed: the folders' PUBLIC include paths are wrapped here, in one
@@ -59,7 +59,7 @@ install(TARGETS moe-oracle RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Headers: the judge's folders whole; of impl/, only the C ABI (the kernels stay private).
 foreach(dir oracle/include fuzz/case/include fuzz/routers/include fuzz/judge/include
-        fuzz/io/include)
+        fuzz/io/include fuzz/run/include)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/impl/include/moe/route_abi.h

@@ -14,11 +14,9 @@
 
 #include "moe/fuzz/case.hpp"
 #include "moe/fuzz/contract.hpp"
-#include "moe/fuzz/dispatch_campaign.hpp"
 #include "moe/fuzz/dispatch_snippet.hpp"
 #include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
-#include "moe/fuzz/layer_campaign.hpp"
 #include "moe/fuzz/layer_snippet.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/vectors.hpp"

@@ -133,4 +133,20 @@ Case caseOfReproducer(const nlohmann::json& t) {
   return caseFromJSON(t);
 }
 
+bool isDispatchVectorFile(const nlohmann::json& file) {
+  if (!file.is_object() || !file.contains("testGroups")) return false;
+  for (const auto& g : file["testGroups"]) {
+    if (g.value("type", "") == "DispatchReproducer") return true;
+  }
+  return false;
+}
+
+bool isLayerVectorFile(const nlohmann::json& file) {
+  if (!file.is_object() || !file.contains("testGroups")) return false;
+  for (const auto& g : file["testGroups"]) {
+    if (g.value("type", "") == "LayerReproducer") return true;
+  }
+  return false;
+}
+
 }  // namespace moe::fuzz

@@ -27,7 +27,7 @@ import time
 
 SKIP = 77
 REPO = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "."
-RUNNER = os.path.join(REPO, "fuzz", "campaign", "run_campaign.py")
+RUNNER = os.path.join(REPO, "fuzz", "nightly", "run_campaign.py")
 HERE = os.path.join(REPO, "tests", "fuzz_campaign")
 TOY_SIGNATURE = "moe-oracle: toy-planted-bug-E3-k1"
 ROUTER_SIGNATURE = "moe-oracle: scalar-logits-tie-E5-k2"

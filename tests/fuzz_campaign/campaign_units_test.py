@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 REPO = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else "."
-sys.path.insert(0, os.path.join(REPO, "fuzz", "campaign"))
+sys.path.insert(0, os.path.join(REPO, "fuzz", "nightly"))
 
 import atomic_io  # noqa: E402
 import campaign_state  # noqa: E402

@@ -105,7 +105,7 @@ def main(argv):
         return SKIP
     with tempfile.TemporaryDirectory(prefix="moe-report-") as tmp:
         html = os.path.join(tmp, "report.html")
-        subprocess.run([sys.executable, os.path.join(repo, "fuzz/campaign/render_report.py"),
+        subprocess.run([sys.executable, os.path.join(repo, "fuzz/nightly/render_report.py"),
                         os.path.join(repo, "tests/fuzz_campaign/data/sample_report.json"), "-o",
                         html], check=True, stdout=subprocess.DEVNULL)
         with open(html, encoding="utf-8") as f:

@@ -76,4 +76,10 @@ void keepRecordedDowngrade(CaseResult& r, std::string_view recordedKind);
 std::string explainVectors(const nlohmann::json& file, const Router* impl,
                            const VerdictConfig& config, int* unexplained = nullptr);
 
+// True when the file holds DispatchReproducer groups (replay, explain and snippet send it to
+// the dispatch door's readers).
+bool isDispatchVectorFile(const nlohmann::json& file);
+// True when the file holds LayerReproducer groups (sent to the layer door's readers).
+bool isLayerVectorFile(const nlohmann::json& file);
+
 }  // namespace moe::fuzz

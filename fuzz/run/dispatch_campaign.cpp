@@ -323,14 +323,6 @@ std::string dispatchSummaryText(const DispatchSummary& s) {
                             s.abstained, s.cases, s.interrupted);
 }
 
-bool isDispatchVectorFile(const nlohmann::json& file) {
-  if (!file.is_object() || !file.contains("testGroups")) return false;
-  for (const auto& g : file["testGroups"]) {
-    if (g.value("type", "") == "DispatchReproducer") return true;
-  }
-  return false;
-}
-
 namespace {
 
 struct Recorded {

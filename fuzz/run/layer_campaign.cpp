@@ -282,14 +282,6 @@ std::string layerSummaryText(const LayerSummary& s) {
                             s.abstained, s.cases, s.interrupted);
 }
 
-bool isLayerVectorFile(const nlohmann::json& file) {
-  if (!file.is_object() || !file.contains("testGroups")) return false;
-  for (const auto& g : file["testGroups"]) {
-    if (g.value("type", "") == "LayerReproducer") return true;
-  }
-  return false;
-}
-
 namespace {
 
 struct Recorded {

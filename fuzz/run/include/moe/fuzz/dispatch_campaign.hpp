@@ -58,8 +58,7 @@ nlohmann::json dispatchReproducerFile(const Dispatcher& d, const DispatchCase& c
 std::string dispatchReport(const std::string& name, const DispatchCase& c,
                            const DispatchOutput& out, const DispatchVerdict& v);
 
-// True when the file holds DispatchReproducer groups (replay and explain send it here).
-bool isDispatchVectorFile(const nlohmann::json& file);
+// isDispatchVectorFile (vectors.hpp) sends a file here.
 // Each DispatchReproducer: the recorded output judged again must still be the recorded
 // violation; with `impl`, the kernel rerun on the case must not violate.
 ReplaySummary replayDispatchVectors(const nlohmann::json& file, const Dispatcher* impl);

@@ -60,8 +60,7 @@ nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c
 // kernel's y against the reference and budget there, the certificate, the signature.
 std::string layerReport(const std::string& name, const LayerCase& c, const LayerCaseResult& r);
 
-// True when the file holds LayerReproducer groups (replay and explain send it here).
-bool isLayerVectorFile(const nlohmann::json& file);
+// isLayerVectorFile (vectors.hpp) sends a file here.
 // Each LayerReproducer: the recorded output judged again must still be a violation; with
 // `impl`, the kernel rerun on the case must not violate.
 ReplaySummary replayLayerVectors(const nlohmann::json& file, const LayerKernel* impl);
