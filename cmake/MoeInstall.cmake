@@ -18,12 +18,7 @@ add_library(moe_judge INTERFACE)
 target_link_libraries(moe_judge INTERFACE moe_fuzz_run)
 set_target_properties(moe_judge PROPERTIES EXPORT_NAME judge)
 
-# MoeOracle::abi: the C ABI's headers alone (moe/route_abi.h, moe/layer_abi.h), for a kernel
-# that implements the door without linking anything of moe-oracle.
-add_library(moe_abi INTERFACE)
-target_include_directories(moe_abi INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/impl/include>
-                                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-set_target_properties(moe_abi PROPERTIES EXPORT_NAME abi)
+# MoeOracle::abi (moe_abi, defined in impl/ beside the headers): the C ABI's headers alone.
 
 # The libraries an installed judge is made of: the judge's own and those its static archives
 # need at link time (the oracle's MPFR code, the built-in routers behind openRouter).
