@@ -7,14 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "door_findings.hpp"
 #include "moe/fuzz/float_bits.hpp"
-#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
-
-#ifndef MOE_ORACLE_VERSION
-#define MOE_ORACLE_VERSION "unknown"
-#endif
 
 namespace moe::fuzz {
 
@@ -103,61 +99,44 @@ nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c
                                    const LayerCaseResult& r, const nlohmann::json& provenance) {
   const LayerVerdict& v = *r.violation;
   const std::string kind(kindName(v.kind));
-  nlohmann::json test = {{"tcId", 1},
-                         {"comment", v.certificate},
-                         {"flags", {kind}},
-                         {"result", "invalid"},
-                         {"kind", kind},
-                         {"tag", v.tag},
-                         {"token", v.token},
-                         {"expert", v.expert},
-                         {"coordinate", v.coordinate},
-                         {"certificate", v.certificate},
-                         {"impl", kernel.name()},
-                         {"contract", contractJSON(kernel.contract())},
-                         {"routed", withRouting},
-                         {"case", layerCaseJSON(c)},
-                         {"output", outputJSON(r.output)}};
-  return {{"algorithm", "moe-layer"},
-          {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
-          {"header",
-           {"A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
-            "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits."}},
-          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
-          {"numberOfTests", 1},
-          {"provenance", provenance},
-          {"schema", "moe_vectors_v1.schema.json"},
-          {"testGroups", {{{"type", "LayerReproducer"}, {"tests", {test}}}}}};
+  nlohmann::json test = doorReproducerTest(kind, v.tag, v.certificate, kernel.name());
+  test["token"] = v.token;
+  test["expert"] = v.expert;
+  test["coordinate"] = v.coordinate;
+  test["contract"] = contractJSON(kernel.contract());
+  test["routed"] = withRouting;
+  test["case"] = layerCaseJSON(c);
+  test["output"] = outputJSON(r.output);
+  return doorReproducerFile(
+      "moe-layer",
+      "A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
+      "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits.",
+      kind, provenance, "LayerReproducer", std::move(test));
 }
 
 namespace {
 
+// The first case of a kind and tag is shrunk and kept; the others are counted.
 void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool routed,
                 LayerCaseResult r, Judge& judge, const LayerCampaignOptions& o) {
   const LayerVerdict v = *r.violation;
-  auto same = std::find_if(s.findings.begin(), s.findings.end(), [&](const LayerFinding& f) {
-    return f.kind == v.kind && f.tag == v.tag;
-  });
-  if (same != s.findings.end()) {
-    ++same->count;
-    return;  // the first case of a kind is shrunk; the others are counted
-  }
-  LayerFinding f;
-  f.drawn = layerShapeText(c);
-  shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
-  f.kind = r.violation->kind;
-  f.tag = r.violation->tag;
-  f.signature = signatureLine(kernel.name(), f.kind, f.tag);
-  f.report = layerReport(kernel.name(), c, r);
-  f.count = 1;
-  f.smallest = layerShapeText(c);
-  const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
-                                     {"seed", o.seed},
-                                     {"impl", kernel.name()},
-                                     {"abi", "moe_layer_v1"}};
-  f.reproducer = writeReproducer(reproducerPath(o.outDir, kernel.name(), f.kind, f.tag, "", o.seed),
-                                 layerReproducerFile(kernel, c, routed, r, provenance));
-  s.findings.push_back(std::move(f));
+  auto shrunk = [&] {
+    LayerFinding f;
+    f.drawn = layerShapeText(c);
+    shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
+    describeFinding(f, kernel.name(), r.violation->kind, r.violation->tag,
+                    layerReport(kernel.name(), c, r));
+    f.smallest = layerShapeText(c);
+    return f;
+  };
+  auto write = [&](LayerFinding& f) {
+    f.reproducer = writeDoorReproducer(
+        o, kernel.name(), "moe_layer_v1", f.kind, f.tag, [&](const nlohmann::json& provenance) {
+          return layerReproducerFile(kernel, c, routed, r, provenance);
+        });
+  };
+  keepFinding(
+      s.findings, v.kind, v.tag, [](const LayerFinding&) { return false; }, shrunk, write);
 }
 
 }  // namespace
@@ -306,85 +285,41 @@ Recorded readTest(const nlohmann::json& t) {
 }  // namespace
 
 ReplaySummary replayLayerVectors(const nlohmann::json& file, const LayerKernel* impl) {
-  ReplaySummary out;
   Judge judge;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "LayerReproducer") {
-      out.skipped += static_cast<int>(g["tests"].size());
-      out.lines.push_back(fmt::format("group {} skipped: not a layer group", g["type"].dump()));
-      continue;
+  // The recorded output, judged again without the kernel: no rerun, so a cause that
+  // needs one may now be told as expert-output; it must still be a violation.
+  auto rejudge = [&](const Recorded& r) -> std::optional<DoorRecheck> {
+    if (judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{}).violation) {
+      return std::nullopt;
     }
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t.value("tcId", int64_t{0});
-      Recorded r;
-      try {
-        r = readTest(t);
-      } catch (const std::exception& e) {
-        ++out.failed;
-        ++out.malformed;
-        out.failures.push_back({tcId, "error", e.what()});
-        out.lines.push_back(
-            fmt::format("LayerReproducer tcId {}: malformed test: {}", tcId, e.what()));
-        continue;
-      }
-      // The recorded output, judged again without the kernel: no rerun, so a cause that
-      // needs one may now be told as expert-output; it must still be a violation.
-      const LayerCaseResult again = judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
-      if (!again.violation) {
-        ++out.failed;
-        out.failures.push_back({tcId, "mismatch", "the recorded output is now judged to pass"});
-        out.lines.push_back(
-            fmt::format("LayerReproducer tcId {}: recorded output was {} and is now judged to pass",
-                        tcId, r.kind));
-        continue;
-      }
-      if (impl) {
-        const LayerCaseResult v = runAndJudgeLayer(*impl, r.c, r.routed, judge);
-        if (v.violation) {
-          ++out.failed;
-          out.failures.push_back(
-              {tcId, std::string(kindName(v.violation->kind)), v.violation->certificate});
-          out.lines.push_back(fmt::format("LayerReproducer tcId {}: {} still violates: {}: {}",
-                                          tcId, impl->name(), kindName(v.violation->kind),
-                                          v.violation->certificate));
-          continue;
-        }
-      }
-      ++out.passed;
-    }
-  }
-  return out;
+    return DoorRecheck{"to pass", "the recorded output is now judged to pass"};
+  };
+  auto rerun = [&](const LayerKernel& kernel, const Recorded& r) -> std::optional<DoorRecheck> {
+    const LayerCaseResult v = runAndJudgeLayer(kernel, r.c, r.routed, judge);
+    if (!v.violation) return std::nullopt;
+    return DoorRecheck{std::string(kindName(v.violation->kind)), v.violation->certificate};
+  };
+  return replayDoorGroups(file, "LayerReproducer", "layer", impl, readTest, rejudge, rerun);
 }
 
 std::string explainLayerVectors(const nlohmann::json& file, const LayerKernel* impl,
                                 int* unexplained) {
-  std::string text;
   Judge judge;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "LayerReproducer") continue;
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t.value("tcId", int64_t{0});
-      try {
-        const Recorded r = readTest(t);
-        const std::string name = impl ? impl->name() : t.value("impl", "recorded");
-        const LayerCaseResult v =
-            impl ? runAndJudgeLayer(*impl, r.c, r.routed, judge)
-                 : judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
-        text += fmt::format("--- LayerReproducer tcId {} ({}; recorded as {}) ---\n", tcId,
-                            impl ? "rerun" : "the recorded output", r.kind);
-        if (v.violation) {
-          text += layerReport(name, r.c, v);
-        } else {
-          text += fmt::format("case: {}\nverdict: {}\n", layerShapeText(r.c),
-                              v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
-        }
-      } catch (const std::exception& e) {
-        text += fmt::format("--- LayerReproducer tcId {}: cannot be read: {}\n", tcId, e.what());
-        if (unexplained) ++*unexplained;
-      }
+  auto tell = [&](const nlohmann::json& t, int64_t tcId, std::string& text) {
+    const Recorded r = readTest(t);
+    const std::string name = impl ? impl->name() : t.value("impl", "recorded");
+    const LayerCaseResult v = impl ? runAndJudgeLayer(*impl, r.c, r.routed, judge)
+                                   : judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
+    text += fmt::format("--- LayerReproducer tcId {} ({}; recorded as {}) ---\n", tcId,
+                        impl ? "rerun" : "the recorded output", r.kind);
+    if (v.violation) {
+      text += layerReport(name, r.c, v);
+    } else {
+      text += fmt::format("case: {}\nverdict: {}\n", layerShapeText(r.c),
+                          v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
     }
-  }
-  return text;
+  };
+  return explainDoorGroups(file, "LayerReproducer", unexplained, tell);
 }
 
 }  // namespace moe::fuzz
