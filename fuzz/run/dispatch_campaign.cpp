@@ -145,16 +145,15 @@ std::string dispatchReport(const std::string& name, const DispatchCase& c,
 nlohmann::json dispatchReproducerFile(const Dispatcher& d, const DispatchCase& c,
                                       const DispatchOutput& out, const DispatchVerdict& v,
                                       const nlohmann::json& provenance) {
-  const std::string kind(kindName(v.kind));
-  nlohmann::json test = doorReproducerTest(kind, v.tag, v.certificate, d.name());
-  test["contract"] = dispatchContractJSON(d.contract());
-  test["case"] = dispatchCaseJSON(c);
-  test["output"] = outputJSON(out);
-  return doorReproducerFile(
+  static constexpr DoorFile kFile = {
       "moe-dispatch",
       "A dispatch violation found by moe-oracle fuzz (moe_dispatch_v1); replay with "
       "`moe-oracle replay`, tell with `moe-oracle explain`.",
-      kind, provenance, "DispatchReproducer", std::move(test));
+      "DispatchReproducer"};
+  return doorReproducerFile(kFile, v.kind, v.tag, v.certificate, d.name(), provenance,
+                            {{"contract", dispatchContractJSON(d.contract())},
+                             {"case", dispatchCaseJSON(c)},
+                             {"output", outputJSON(out)}});
 }
 
 namespace {
@@ -190,19 +189,16 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
   s.minTokens = o.minTokens;
   s.contract = dispatchContractJSON(d.contract());
   std::mt19937_64 rng(o.seed);
-  RunClock clock(o);
-  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerSlot = 0;  // the kernel's own cost, to keep large cases inside the limit
-  while (clock.another(s.cases, &s.interrupted)) {
+  auto step = [&](double elapsed) -> CaseEnd {
     DispatchDraw draw = o.draw;
     // A case of 2^24 slots only when the kernel's cost so far says it ends in time.
-    draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed();
+    draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed;
     const DispatchCase c = drawDispatchCase(rng, draw);
     DispatchOutput out;
     const DispatchVerdict v = runAndJudgeDispatch(d, c, &out);
     if (out.stopped) {
-      s.interrupted = true;
-      break;
+      return CaseEnd::kStopped;
     }
     ++s.cases;
     if (!out.fault && c.ids.size() >= 65536) {
@@ -213,7 +209,7 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
     if (v.abstained) {
       ++s.abstained;
       ++s.abstainReasons[v.abstainReason];
-      continue;
+      return CaseEnd::kNext;
     }
     if (inDomain) {
       s.tokens += static_cast<uint64_t>(c.tokens);
@@ -224,42 +220,26 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
     }
     if (!v.violation()) {
       ++s.passed;
-    } else {
-      ++s.violationCases;
-      addFinding(s, d, c, out, v, o);
-      if (!o.keepGoing) break;
+      return CaseEnd::kNext;
     }
-    if (clock.progressDue()) {
-      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} slots", d.name(),
-                                 elapsed(), s.cases, s.slots));
-    }
-  }
-  clock.finish();
-  s.seconds = elapsed();
+    addFinding(s, d, c, out, v, o);
+    return CaseEnd::kFinding;
+  };
+  runDoorLoop(s, o, step, "slots", s.slots);
   return s;
 }
 
 nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
-  nlohmann::json j;
-  j["impl"] = s.impl;
+  nlohmann::json j = summaryHeadJSON(s);
   j["abi"] = "moe_dispatch_v1";
-  j["seed"] = s.seed;
-  j["seconds"] = s.seconds;
-  j["cases"] = s.cases;
   j["passed"] = s.passed;
-  j["tokens"] = s.tokens;
   j["slots"] = s.slots;
-  j["abstained"] = s.abstained;
-  j["violation_cases"] = s.violationCases;
   j["contract"] = s.contract;
-  j["coverage"] = {{"slots", countsJSON(s.slotBands)},
-                   {"block", countsJSON(s.blocks)},
-                   {"capacity", countsJSON(s.capacity)},
-                   {"outside_domain", s.outsideDomain},
-                   {"abstain_reasons", countsJSON(s.abstainReasons)},
-                   {"min_tokens", s.minTokens},
-                   {"insufficient", s.insufficientCoverage()}};
-  j["interrupted"] = s.interrupted;
+  j["coverage"].update({{"slots", countsJSON(s.slotBands)},
+                        {"block", countsJSON(s.blocks)},
+                        {"capacity", countsJSON(s.capacity)},
+                        {"outside_domain", s.outsideDomain},
+                        {"abstain_reasons", countsJSON(s.abstainReasons)}});
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
     auto shape = [](const DispatchCase& c) {
@@ -283,14 +263,7 @@ std::string dispatchSummaryText(const DispatchSummary& s) {
       "capacity{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.abstained, s.violationCases, s.outsideDomain,
       s.tokens, s.slots, countsText(s.slotBands), countsText(s.blocks), countsText(s.capacity));
-  if (s.abstained > 0)
-    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
-  for (const auto& f : s.findings) {
-    out += findingLine(f.kind, f.signature, f.count, f.reproducer, dispatchShapeText(f.smallest),
-                       dispatchShapeText(f.drawn));
-  }
-  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
-                            s.abstained, s.cases, s.interrupted);
+  return out + doorSummaryEnd(s, [](const DispatchCase& c) { return dispatchShapeText(c); });
 }
 
 namespace {

@@ -8,29 +8,27 @@
 
 namespace moe::fuzz {
 
-nlohmann::json doorReproducerTest(const std::string& kind, const std::string& tag,
-                                  const std::string& certificate, const std::string& impl) {
-  return {{"tcId", 1},
-          {"comment", certificate},
-          {"flags", {kind}},
-          {"result", "invalid"},
-          {"kind", kind},
-          {"tag", tag},
-          {"certificate", certificate},
-          {"impl", impl}};
-}
-
-nlohmann::json doorReproducerFile(const char* algorithm, const char* header,
-                                  const std::string& kind, const nlohmann::json& provenance,
-                                  const char* group, nlohmann::json test) {
-  return {{"algorithm", algorithm},
+nlohmann::json doorReproducerFile(const DoorFile& door, ViolationKind kind, const std::string& tag,
+                                  const std::string& certificate, const std::string& impl,
+                                  const nlohmann::json& provenance, const nlohmann::json& fields) {
+  const std::string name(kindName(kind));
+  nlohmann::json test = {{"tcId", 1},
+                         {"comment", certificate},
+                         {"flags", {name}},
+                         {"result", "invalid"},
+                         {"kind", name},
+                         {"tag", tag},
+                         {"certificate", certificate},
+                         {"impl", impl}};
+  test.update(fields);
+  return {{"algorithm", door.algorithm},
           {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
-          {"header", {header}},
-          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
+          {"header", {door.header}},
+          {"notes", {{name, "the violation kind the verdict reported (docs/fuzz.md)"}}},
           {"numberOfTests", 1},
           {"provenance", provenance},
           {"schema", "moe_vectors_v1.schema.json"},
-          {"testGroups", {{{"type", group}, {"tests", {std::move(test)}}}}}};
+          {"testGroups", {{{"type", door.group}, {"tests", {test}}}}}};
 }
 
 std::string writeDoorReproducer(

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,15 +21,20 @@
 
 namespace moe::fuzz {
 
-// A reproducer's one test: the fields every door writes; the door adds its own.
-nlohmann::json doorReproducerTest(const std::string& kind, const std::string& tag,
-                                  const std::string& certificate, const std::string& impl);
+// What a door's reproducer files share but for its words: the file's algorithm, its header
+// and its one group's type.
+struct DoorFile {
+  const char* algorithm;
+  const char* header;
+  const char* group;
+};
 
-// The file around that test: the envelope (algorithm, version, header, notes, provenance,
-// schema) and the one group of type `group`.
-nlohmann::json doorReproducerFile(const char* algorithm, const char* header,
-                                  const std::string& kind, const nlohmann::json& provenance,
-                                  const char* group, nlohmann::json test);
+// A reproducer file of one test: the envelope (algorithm, version, header, notes,
+// provenance, schema) around one group of one test, which holds the fields every door
+// writes (the verdict, the kernel) and the door's own `fields` (its case, its output).
+nlohmann::json doorReproducerFile(const DoorFile& door, ViolationKind kind, const std::string& tag,
+                                  const std::string& certificate, const std::string& impl,
+                                  const nlohmann::json& provenance, const nlohmann::json& fields);
 
 // Writes a finding's reproducer under the run's --out (provenance: the run's seed, the
 // kernel, the ABI) and returns its path.

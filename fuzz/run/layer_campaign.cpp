@@ -97,21 +97,20 @@ std::string layerReport(const std::string& name, const LayerCase& c, const Layer
 
 nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
                                    const LayerCaseResult& r, const nlohmann::json& provenance) {
-  const LayerVerdict& v = *r.violation;
-  const std::string kind(kindName(v.kind));
-  nlohmann::json test = doorReproducerTest(kind, v.tag, v.certificate, kernel.name());
-  test["token"] = v.token;
-  test["expert"] = v.expert;
-  test["coordinate"] = v.coordinate;
-  test["contract"] = contractJSON(kernel.contract());
-  test["routed"] = withRouting;
-  test["case"] = layerCaseJSON(c);
-  test["output"] = outputJSON(r.output);
-  return doorReproducerFile(
+  static constexpr DoorFile kFile = {
       "moe-layer",
       "A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
       "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits.",
-      kind, provenance, "LayerReproducer", std::move(test));
+      "LayerReproducer"};
+  const LayerVerdict& v = *r.violation;
+  const nlohmann::json fields = {{"token", v.token},
+                                 {"expert", v.expert},
+                                 {"coordinate", v.coordinate},
+                                 {"routed", withRouting},
+                                 {"contract", contractJSON(kernel.contract())},
+                                 {"case", layerCaseJSON(c)},
+                                 {"output", outputJSON(r.output)}};
+  return doorReproducerFile(kFile, v.kind, v.tag, v.certificate, kernel.name(), provenance, fields);
 }
 
 namespace {
@@ -139,6 +138,24 @@ void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool ro
       s.findings, v.kind, v.tag, [](const LayerFinding&) { return false; }, shrunk, write);
 }
 
+// A judged case in the coverage, and its verdict unless a violation (counted by the finding).
+void countJudged(LayerSummary& s, const DrawnLayer& d, bool routed, const LayerCaseResult& r) {
+  s.tokens += r.tokens.size();
+  ++s.styles[d.style];
+  ++s.shapes[d.shape];
+  ++s.dtypes[layerDtypeName(d.c.dtype)];
+  ++s.routing[std::string(routed ? "returned" : "not-asked") + (d.c.family ? "+family" : "")];
+  if (r.violation) return;
+  if (r.worst() != Outcome::kAcceptable) {
+    ++s.passed;
+    return;
+  }
+  ++s.acceptable;
+  for (const auto& v : r.tokens) {
+    if (v.outcome == Outcome::kAcceptable) ++s.acceptableReasons[v.reason];
+  }
+}
+
 }  // namespace
 
 LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& o) {
@@ -151,14 +168,12 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
   SeededSource src(o.seed);
   SeededSource badCalls(o.seed ^ 0xbadca11ULL);  // its own bytes: drawBadCall
   Judge judge;
-  RunClock clock(o);
-  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerWork = 0;  // the judge's and kernel's cost so far, to keep cases in time
-  while (clock.another(s.cases, &s.interrupted)) {
+  auto step = [&](double elapsed) -> CaseEnd {
     LayerDraw draw = o.draw;
     // A case may cost at most a tenth of the time left (never less than the smallest).
     if (secondsPerWork > 0) {
-      const double left = std::max(0.0, o.seconds - elapsed());
+      const double left = std::max(0.0, o.seconds - elapsed);
       draw.maxWork = std::clamp<int64_t>(static_cast<int64_t>(0.1 * left / secondsPerWork),
                                          int64_t{1} << 12, draw.maxWork);
     }
@@ -169,8 +184,7 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
     const auto caseStart = Clock::now();
     LayerCaseResult r = runAndJudgeLayer(kernel, c, routed, judge);
     if (r.output.stopped) {
-      s.interrupted = true;
-      break;
+      return CaseEnd::kStopped;
     }
     const double work = double(c.tokens) * c.k * 3.0 * c.hidden * c.intermediate + 1;
     const double took = std::chrono::duration<double>(Clock::now() - caseStart).count();
@@ -179,59 +193,29 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
     if (r.abstained) {
       ++s.abstained;
       ++s.abstainReasons[r.abstainReason];
-      continue;
+      return CaseEnd::kNext;
     }
-    s.tokens += r.tokens.size();
-    ++s.styles[d.style];
-    ++s.shapes[d.shape];
-    ++s.dtypes[layerDtypeName(c.dtype)];
-    ++s.routing[std::string(routed ? "returned" : "not-asked") + (c.family ? "+family" : "")];
-    if (!r.violation) {
-      const Outcome worst = r.worst();
-      if (worst == Outcome::kAcceptable) {
-        ++s.acceptable;
-        for (const auto& v : r.tokens) {
-          if (v.outcome == Outcome::kAcceptable) ++s.acceptableReasons[v.reason];
-        }
-      } else {
-        ++s.passed;
-      }
-    } else {
-      ++s.violationCases;
-      addFinding(s, kernel, c, routed, std::move(r), judge, o);
-      if (!o.keepGoing) break;
-    }
-    if (clock.progressDue()) {
-      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens", kernel.name(),
-                                 elapsed(), s.cases, s.tokens));
-    }
-  }
-  clock.finish();
-  s.seconds = elapsed();
+    countJudged(s, d, routed, r);
+    if (!r.violation) return CaseEnd::kNext;
+    addFinding(s, kernel, c, routed, std::move(r), judge, o);
+    return CaseEnd::kFinding;
+  };
+  runDoorLoop(s, o, step, "tokens", s.tokens);
   return s;
 }
 
 nlohmann::json layerSummaryJSON(const LayerSummary& s) {
-  nlohmann::json j = {{"impl", s.impl},
-                      {"abi", "moe_layer_v1"},
-                      {"seed", s.seed},
-                      {"seconds", s.seconds},
-                      {"cases", s.cases},
-                      {"passed", s.passed},
-                      {"acceptable", s.acceptable},
-                      {"abstained", s.abstained},
-                      {"violation_cases", s.violationCases},
-                      {"tokens", s.tokens},
-                      {"contract", s.contract},
-                      {"interrupted", s.interrupted}};
-  j["coverage"] = {{"styles", countsJSON(s.styles)},
-                   {"shapes", countsJSON(s.shapes)},
-                   {"dtype", countsJSON(s.dtypes)},
-                   {"routing", countsJSON(s.routing)},
-                   {"acceptable_reasons", countsJSON(s.acceptableReasons)},
-                   {"abstain_reasons", countsJSON(s.abstainReasons)},
-                   {"min_tokens", s.minTokens},
-                   {"insufficient", s.insufficientCoverage()}};
+  nlohmann::json j = summaryHeadJSON(s);
+  j.update({{"abi", "moe_layer_v1"},
+            {"passed", s.passed},
+            {"acceptable", s.acceptable},
+            {"contract", s.contract}});
+  j["coverage"].update({{"styles", countsJSON(s.styles)},
+                        {"shapes", countsJSON(s.shapes)},
+                        {"dtype", countsJSON(s.dtypes)},
+                        {"routing", countsJSON(s.routing)},
+                        {"acceptable_reasons", countsJSON(s.acceptableReasons)},
+                        {"abstain_reasons", countsJSON(s.abstainReasons)}});
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
     nlohmann::json finding =
@@ -252,13 +236,7 @@ std::string layerSummaryText(const LayerSummary& s) {
       countsText(s.routing));
   if (s.acceptable > 0)
     out += fmt::format("acceptable tokens:{}\n", countsText(s.acceptableReasons));
-  if (s.abstained > 0)
-    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
-  for (const auto& f : s.findings) {
-    out += findingLine(f.kind, f.signature, f.count, f.reproducer, f.smallest, f.drawn);
-  }
-  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
-                            s.abstained, s.cases, s.interrupted);
+  return out + doorSummaryEnd(s, [](const std::string& shape) { return shape; });
 }
 
 namespace {
