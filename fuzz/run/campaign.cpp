@@ -262,16 +262,9 @@ CampaignSummary runCampaign(const Router& router, const CampaignOptions& options
 }
 
 nlohmann::json summaryJSON(const CampaignSummary& s) {
-  nlohmann::json j;
-  j["impl"] = s.impl;
-  j["seed"] = s.seed;
-  j["seconds"] = s.seconds;
-  j["cases"] = s.cases;
-  j["tokens"] = s.tokens;
-  j["abstained"] = s.abstained;
+  nlohmann::json j = summaryHeadJSON(s);
   j["cases_per_s"] = s.casesPerSecond();
   j["verdicts"] = {{"exact", s.exact}, {"acceptable", s.acceptable}, {"violation", s.violation}};
-  j["violation_cases"] = s.violationCases;
   j["acceptable_reasons"] = nlohmann::json::object();
   for (const auto& [reason, n] : s.acceptableReasons) j["acceptable_reasons"][reason] = n;
   const LevelCounters& l = s.levels;
@@ -284,10 +277,12 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
                  {"gate_certified", l.gateCertified},
                  {"gate_undecided", l.gateUndecided}};
   const Coverage& cov = s.coverage;
-  j["coverage"] = {{"experts", cov.experts},    {"k", cov.k},
-                   {"tokens", cov.tokens},      {"k_vs_experts", cov.kVsExperts},
-                   {"abstained", s.abstained},  {"abstain_reasons", cov.abstainReasons},
-                   {"min_tokens", s.minTokens}, {"insufficient", s.insufficientCoverage()}};
+  j["coverage"].update({{"experts", cov.experts},
+                        {"k", cov.k},
+                        {"tokens", cov.tokens},
+                        {"k_vs_experts", cov.kVsExperts},
+                        {"abstained", s.abstained},
+                        {"abstain_reasons", cov.abstainReasons}});
   j["coverage"]["shares"] = sharesJSON(cov.shares);
   j["coverage"]["share_tokens"] = shareTokensJSON(cov.shares);
   j["coverage"]["degenerate_cases"] = cov.shares.degenerateCases;
@@ -306,7 +301,6 @@ nlohmann::json summaryJSON(const CampaignSummary& s) {
       {"slowest_shape", {{"experts", s.slow.experts}, {"k", s.slow.k}, {"tokens", s.slow.tokens}}}};
   j["skipped_too_slow"] = s.skippedTooSlow;
   j["median_call_seconds"] = s.medianCallSeconds;
-  j["interrupted"] = s.interrupted;
   j["violations"] = nlohmann::json::array();
   for (const auto& v : s.violations) {
     nlohmann::json shape = {

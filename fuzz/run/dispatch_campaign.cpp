@@ -6,14 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "moe/fuzz/out_dir.hpp"
+#include "door_findings.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
 #include "moe/oracle/dispatch.hpp"
-
-#ifndef MOE_ORACLE_VERSION
-#define MOE_ORACLE_VERSION "unknown"
-#endif
 
 namespace moe::fuzz {
 
@@ -149,66 +145,39 @@ std::string dispatchReport(const std::string& name, const DispatchCase& c,
 nlohmann::json dispatchReproducerFile(const Dispatcher& d, const DispatchCase& c,
                                       const DispatchOutput& out, const DispatchVerdict& v,
                                       const nlohmann::json& provenance) {
-  const std::string kind(kindName(v.kind));
-  nlohmann::json test = {{"tcId", 1},
-                         {"comment", v.certificate},
-                         {"flags", {kind}},
-                         {"result", "invalid"},
-                         {"kind", kind},
-                         {"tag", v.tag},
-                         {"certificate", v.certificate},
-                         {"impl", d.name()},
-                         {"contract", dispatchContractJSON(d.contract())},
-                         {"case", dispatchCaseJSON(c)},
-                         {"output", outputJSON(out)}};
-  return {{"algorithm", "moe-dispatch"},
-          {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
-          {"header",
-           {"A dispatch violation found by moe-oracle fuzz (moe_dispatch_v1); replay with "
-            "`moe-oracle replay`, tell with `moe-oracle explain`."}},
-          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
-          {"numberOfTests", 1},
-          {"provenance", provenance},
-          {"schema", "moe_vectors_v1.schema.json"},
-          {"testGroups", {{{"type", "DispatchReproducer"}, {"tests", {test}}}}}};
+  static constexpr DoorFile kFile = {
+      "moe-dispatch",
+      "A dispatch violation found by moe-oracle fuzz (moe_dispatch_v1); replay with "
+      "`moe-oracle replay`, tell with `moe-oracle explain`.",
+      "DispatchReproducer"};
+  return doorReproducerFile(kFile, v.kind, v.tag, v.certificate, d.name(), provenance,
+                            {{"contract", dispatchContractJSON(d.contract())},
+                             {"case", dispatchCaseJSON(c)},
+                             {"output", outputJSON(out)}});
 }
 
 namespace {
 
+// A smaller case of a kind and tag (fewer slots) replaces the kept one.
 void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, DispatchOutput out,
                 DispatchVerdict v, const DispatchCampaignOptions& o) {
-  auto same = std::find_if(s.findings.begin(), s.findings.end(), [&](const DispatchFinding& f) {
-    return f.kind == v.kind && f.tag == v.tag;
+  auto smaller = [&](const DispatchFinding& kept) {
+    return c.ids.size() < kept.smallest.ids.size();
+  };
+  auto shrunk = [&] {
+    DispatchFinding f;
+    f.drawn = c;
+    shrinkDispatch(d, c, out, v, o.shrinkSeconds);
+    describeFinding(f, d.name(), v.kind, v.tag, dispatchReport(d.name(), c, out, v));
+    f.smallest = c;
+    return f;
+  };
+  keepFinding(s.findings, v.kind, v.tag, smaller, shrunk, [&](DispatchFinding& f) {
+    f.reproducer = writeDoorReproducer(o, d.name(), "moe_dispatch_v1", v.kind, v.tag,
+                                       [&](const nlohmann::json& provenance) {
+                                         return dispatchReproducerFile(d, c, out, v, provenance);
+                                       });
   });
-  if (same != s.findings.end()) {
-    ++same->count;
-    if (c.ids.size() >= same->smallest.ids.size()) return;
-  }
-  DispatchFinding f;
-  f.drawn = c;
-  shrinkDispatch(d, c, out, v, o.shrinkSeconds);
-  f.kind = v.kind;
-  f.tag = v.tag;
-  f.signature = signatureLine(d.name(), v.kind, v.tag);
-  f.report = dispatchReport(d.name(), c, out, v);
-  f.count = 1;
-  f.smallest = c;
-  if (same != s.findings.end()) {
-    if (c.ids.size() >= same->smallest.ids.size()) return;
-    f.count = same->count;
-    f.drawn = same->drawn;
-  }
-  const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
-                                     {"seed", o.seed},
-                                     {"impl", d.name()},
-                                     {"abi", "moe_dispatch_v1"}};
-  f.reproducer = writeReproducer(reproducerPath(o.outDir, d.name(), v.kind, v.tag, "", o.seed),
-                                 dispatchReproducerFile(d, c, out, v, provenance));
-  if (same != s.findings.end()) {
-    *same = std::move(f);
-  } else {
-    s.findings.push_back(std::move(f));
-  }
 }
 
 }  // namespace
@@ -220,19 +189,16 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
   s.minTokens = o.minTokens;
   s.contract = dispatchContractJSON(d.contract());
   std::mt19937_64 rng(o.seed);
-  RunClock clock(o);
-  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerSlot = 0;  // the kernel's own cost, to keep large cases inside the limit
-  while (clock.another(s.cases, &s.interrupted)) {
+  auto step = [&](double elapsed) -> CaseEnd {
     DispatchDraw draw = o.draw;
     // A case of 2^24 slots only when the kernel's cost so far says it ends in time.
-    draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed();
+    draw.huge = draw.huge && secondsPerSlot * double(int64_t{1} << 25) < o.seconds - elapsed;
     const DispatchCase c = drawDispatchCase(rng, draw);
     DispatchOutput out;
     const DispatchVerdict v = runAndJudgeDispatch(d, c, &out);
     if (out.stopped) {
-      s.interrupted = true;
-      break;
+      return CaseEnd::kStopped;
     }
     ++s.cases;
     if (!out.fault && c.ids.size() >= 65536) {
@@ -243,7 +209,7 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
     if (v.abstained) {
       ++s.abstained;
       ++s.abstainReasons[v.abstainReason];
-      continue;
+      return CaseEnd::kNext;
     }
     if (inDomain) {
       s.tokens += static_cast<uint64_t>(c.tokens);
@@ -254,42 +220,26 @@ DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignO
     }
     if (!v.violation()) {
       ++s.passed;
-    } else {
-      ++s.violationCases;
-      addFinding(s, d, c, out, v, o);
-      if (!o.keepGoing) break;
+      return CaseEnd::kNext;
     }
-    if (clock.progressDue()) {
-      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} slots", d.name(),
-                                 elapsed(), s.cases, s.slots));
-    }
-  }
-  clock.finish();
-  s.seconds = elapsed();
+    addFinding(s, d, c, out, v, o);
+    return CaseEnd::kFinding;
+  };
+  runDoorLoop(s, o, step, "slots", s.slots);
   return s;
 }
 
 nlohmann::json dispatchSummaryJSON(const DispatchSummary& s) {
-  nlohmann::json j;
-  j["impl"] = s.impl;
+  nlohmann::json j = summaryHeadJSON(s);
   j["abi"] = "moe_dispatch_v1";
-  j["seed"] = s.seed;
-  j["seconds"] = s.seconds;
-  j["cases"] = s.cases;
   j["passed"] = s.passed;
-  j["tokens"] = s.tokens;
   j["slots"] = s.slots;
-  j["abstained"] = s.abstained;
-  j["violation_cases"] = s.violationCases;
   j["contract"] = s.contract;
-  j["coverage"] = {{"slots", countsJSON(s.slotBands)},
-                   {"block", countsJSON(s.blocks)},
-                   {"capacity", countsJSON(s.capacity)},
-                   {"outside_domain", s.outsideDomain},
-                   {"abstain_reasons", countsJSON(s.abstainReasons)},
-                   {"min_tokens", s.minTokens},
-                   {"insufficient", s.insufficientCoverage()}};
-  j["interrupted"] = s.interrupted;
+  j["coverage"].update({{"slots", countsJSON(s.slotBands)},
+                        {"block", countsJSON(s.blocks)},
+                        {"capacity", countsJSON(s.capacity)},
+                        {"outside_domain", s.outsideDomain},
+                        {"abstain_reasons", countsJSON(s.abstainReasons)}});
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
     auto shape = [](const DispatchCase& c) {
@@ -313,14 +263,7 @@ std::string dispatchSummaryText(const DispatchSummary& s) {
       "capacity{}\n",
       s.impl, s.seed, s.seconds, s.cases, s.passed, s.abstained, s.violationCases, s.outsideDomain,
       s.tokens, s.slots, countsText(s.slotBands), countsText(s.blocks), countsText(s.capacity));
-  if (s.abstained > 0)
-    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
-  for (const auto& f : s.findings) {
-    out += findingLine(f.kind, f.signature, f.count, f.reproducer, dispatchShapeText(f.smallest),
-                       dispatchShapeText(f.drawn));
-  }
-  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
-                            s.abstained, s.cases, s.interrupted);
+  return out + doorSummaryEnd(s, [](const DispatchCase& c) { return dispatchShapeText(c); });
 }
 
 namespace {
@@ -344,84 +287,42 @@ Recorded readTest(const nlohmann::json& t) {
 }  // namespace
 
 ReplaySummary replayDispatchVectors(const nlohmann::json& file, const Dispatcher* impl) {
-  ReplaySummary out;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "DispatchReproducer") {
-      out.skipped += static_cast<int>(g["tests"].size());
-      out.lines.push_back(fmt::format("group {} skipped: not a dispatch group", g["type"].dump()));
-      continue;
-    }
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t["tcId"].get<int64_t>();
-      Recorded r;
-      try {
-        r = readTest(t);
-      } catch (const std::exception& e) {
-        ++out.failed;
-        ++out.malformed;
-        out.failures.push_back({tcId, "error", e.what()});
-        out.lines.push_back(
-            fmt::format("DispatchReproducer tcId {}: malformed test: {}", tcId, e.what()));
-        continue;
-      }
-      const DispatchVerdict again = judgeDispatch(r.c, r.out, r.contract.order);
-      const std::string now = again.violation() ? std::string(kindName(again.kind)) : "none";
-      if (now != r.kind) {
-        ++out.failed;
-        out.failures.push_back({tcId, "mismatch", again.certificate});
-        out.lines.push_back(
-            fmt::format("DispatchReproducer tcId {}: recorded output was {} and is now judged {}",
-                        tcId, r.kind, now));
-        continue;
-      }
-      if (impl) {
-        const DispatchVerdict v = runAndJudgeDispatch(*impl, r.c);
-        if (v.violation()) {
-          ++out.failed;
-          out.failures.push_back({tcId, std::string(kindName(v.kind)), v.certificate});
-          out.lines.push_back(fmt::format("DispatchReproducer tcId {}: {} still violates: {}: {}",
-                                          tcId, impl->name(), kindName(v.kind), v.certificate));
-          continue;
-        }
-      }
-      ++out.passed;
-    }
-  }
-  return out;
+  auto rejudge = [](const Recorded& r) -> std::optional<DoorRecheck> {
+    const DispatchVerdict again = judgeDispatch(r.c, r.out, r.contract.order);
+    const std::string now = again.violation() ? std::string(kindName(again.kind)) : "none";
+    if (now == r.kind) return std::nullopt;
+    return DoorRecheck{now, again.certificate};
+  };
+  auto rerun = [](const Dispatcher& d, const Recorded& r) -> std::optional<DoorRecheck> {
+    const DispatchVerdict v = runAndJudgeDispatch(d, r.c);
+    if (!v.violation()) return std::nullopt;
+    return DoorRecheck{std::string(kindName(v.kind)), v.certificate};
+  };
+  return replayDoorGroups(file, "DispatchReproducer", "dispatch", impl, readTest, rejudge, rerun);
 }
 
 std::string explainDispatchVectors(const nlohmann::json& file, const Dispatcher* impl,
                                    int* unexplained) {
-  std::string text;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "DispatchReproducer") continue;
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t["tcId"].get<int64_t>();
-      try {
-        Recorded r = readTest(t);
-        std::string name = t.value("impl", "recorded");
-        if (impl) {
-          name = impl->name();
-          r.out = impl->run(r.c);
-        }
-        const DispatchVerdict v =
-            judgeDispatch(r.c, r.out, impl ? impl->contract().order : r.contract.order);
-        text += fmt::format("--- DispatchReproducer tcId {} ({}) ---\n", tcId,
-                            impl ? "rerun" : "the recorded output");
-        if (v.violation()) {
-          text += dispatchReport(name, r.c, r.out, v);
-        } else {
-          text += fmt::format("case: {}\nspec: {}\nverdict: {}\n", dispatchShapeText(r.c),
-                              specText(r.c),
-                              v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
-        }
-      } catch (const std::exception& e) {
-        text += fmt::format("--- DispatchReproducer tcId {}: cannot be read: {}\n", tcId, e.what());
-        if (unexplained) ++*unexplained;
-      }
+  auto tell = [&](const nlohmann::json& t, int64_t tcId, std::string& text) {
+    Recorded r = readTest(t);
+    std::string name = t.value("impl", "recorded");
+    if (impl) {
+      name = impl->name();
+      r.out = impl->run(r.c);
     }
-  }
-  return text;
+    const DispatchVerdict v =
+        judgeDispatch(r.c, r.out, impl ? impl->contract().order : r.contract.order);
+    text += fmt::format("--- DispatchReproducer tcId {} ({}) ---\n", tcId,
+                        impl ? "rerun" : "the recorded output");
+    if (v.violation()) {
+      text += dispatchReport(name, r.c, r.out, v);
+    } else {
+      text +=
+          fmt::format("case: {}\nspec: {}\nverdict: {}\n", dispatchShapeText(r.c), specText(r.c),
+                      v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
+    }
+  };
+  return explainDoorGroups(file, "DispatchReproducer", unexplained, tell);
 }
 
 }  // namespace moe::fuzz

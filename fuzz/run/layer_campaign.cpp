@@ -7,14 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "door_findings.hpp"
 #include "moe/fuzz/float_bits.hpp"
-#include "moe/fuzz/out_dir.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
-
-#ifndef MOE_ORACLE_VERSION
-#define MOE_ORACLE_VERSION "unknown"
-#endif
 
 namespace moe::fuzz {
 
@@ -101,63 +97,63 @@ std::string layerReport(const std::string& name, const LayerCase& c, const Layer
 
 nlohmann::json layerReproducerFile(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
                                    const LayerCaseResult& r, const nlohmann::json& provenance) {
+  static constexpr DoorFile kFile = {
+      "moe-layer",
+      "A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
+      "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits.",
+      "LayerReproducer"};
   const LayerVerdict& v = *r.violation;
-  const std::string kind(kindName(v.kind));
-  nlohmann::json test = {{"tcId", 1},
-                         {"comment", v.certificate},
-                         {"flags", {kind}},
-                         {"result", "invalid"},
-                         {"kind", kind},
-                         {"tag", v.tag},
-                         {"token", v.token},
-                         {"expert", v.expert},
-                         {"coordinate", v.coordinate},
-                         {"certificate", v.certificate},
-                         {"impl", kernel.name()},
-                         {"contract", contractJSON(kernel.contract())},
-                         {"routed", withRouting},
-                         {"case", layerCaseJSON(c)},
-                         {"output", outputJSON(r.output)}};
-  return {{"algorithm", "moe-layer"},
-          {"generatorVersion", std::string("moe-oracle fuzz ") + MOE_ORACLE_VERSION},
-          {"header",
-           {"A fused-layer violation found by moe-oracle fuzz (moe_layer_v1); replay with "
-            "`moe-oracle replay`, tell with `moe-oracle explain`. Values are binary32 bits."}},
-          {"notes", {{kind, "the violation kind the verdict reported (docs/fuzz.md)"}}},
-          {"numberOfTests", 1},
-          {"provenance", provenance},
-          {"schema", "moe_vectors_v1.schema.json"},
-          {"testGroups", {{{"type", "LayerReproducer"}, {"tests", {test}}}}}};
+  const nlohmann::json fields = {{"token", v.token},
+                                 {"expert", v.expert},
+                                 {"coordinate", v.coordinate},
+                                 {"routed", withRouting},
+                                 {"contract", contractJSON(kernel.contract())},
+                                 {"case", layerCaseJSON(c)},
+                                 {"output", outputJSON(r.output)}};
+  return doorReproducerFile(kFile, v.kind, v.tag, v.certificate, kernel.name(), provenance, fields);
 }
 
 namespace {
 
+// The first case of a kind and tag is shrunk and kept; the others are counted.
 void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool routed,
                 LayerCaseResult r, Judge& judge, const LayerCampaignOptions& o) {
   const LayerVerdict v = *r.violation;
-  auto same = std::find_if(s.findings.begin(), s.findings.end(), [&](const LayerFinding& f) {
-    return f.kind == v.kind && f.tag == v.tag;
-  });
-  if (same != s.findings.end()) {
-    ++same->count;
-    return;  // the first case of a kind is shrunk; the others are counted
+  auto shrunk = [&] {
+    LayerFinding f;
+    f.drawn = layerShapeText(c);
+    shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
+    describeFinding(f, kernel.name(), r.violation->kind, r.violation->tag,
+                    layerReport(kernel.name(), c, r));
+    f.smallest = layerShapeText(c);
+    return f;
+  };
+  auto write = [&](LayerFinding& f) {
+    f.reproducer = writeDoorReproducer(
+        o, kernel.name(), "moe_layer_v1", f.kind, f.tag, [&](const nlohmann::json& provenance) {
+          return layerReproducerFile(kernel, c, routed, r, provenance);
+        });
+  };
+  keepFinding(
+      s.findings, v.kind, v.tag, [](const LayerFinding&) { return false; }, shrunk, write);
+}
+
+// A judged case in the coverage, and its verdict unless a violation (counted by the finding).
+void countJudged(LayerSummary& s, const DrawnLayer& d, bool routed, const LayerCaseResult& r) {
+  s.tokens += r.tokens.size();
+  ++s.styles[d.style];
+  ++s.shapes[d.shape];
+  ++s.dtypes[layerDtypeName(d.c.dtype)];
+  ++s.routing[std::string(routed ? "returned" : "not-asked") + (d.c.family ? "+family" : "")];
+  if (r.violation) return;
+  if (r.worst() != Outcome::kAcceptable) {
+    ++s.passed;
+    return;
   }
-  LayerFinding f;
-  f.drawn = layerShapeText(c);
-  shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
-  f.kind = r.violation->kind;
-  f.tag = r.violation->tag;
-  f.signature = signatureLine(kernel.name(), f.kind, f.tag);
-  f.report = layerReport(kernel.name(), c, r);
-  f.count = 1;
-  f.smallest = layerShapeText(c);
-  const nlohmann::json provenance = {{"tool", "moe-oracle fuzz"},
-                                     {"seed", o.seed},
-                                     {"impl", kernel.name()},
-                                     {"abi", "moe_layer_v1"}};
-  f.reproducer = writeReproducer(reproducerPath(o.outDir, kernel.name(), f.kind, f.tag, "", o.seed),
-                                 layerReproducerFile(kernel, c, routed, r, provenance));
-  s.findings.push_back(std::move(f));
+  ++s.acceptable;
+  for (const auto& v : r.tokens) {
+    if (v.outcome == Outcome::kAcceptable) ++s.acceptableReasons[v.reason];
+  }
 }
 
 }  // namespace
@@ -172,14 +168,12 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
   SeededSource src(o.seed);
   SeededSource badCalls(o.seed ^ 0xbadca11ULL);  // its own bytes: drawBadCall
   Judge judge;
-  RunClock clock(o);
-  auto elapsed = [&] { return clock.elapsed(); };
   double secondsPerWork = 0;  // the judge's and kernel's cost so far, to keep cases in time
-  while (clock.another(s.cases, &s.interrupted)) {
+  auto step = [&](double elapsed) -> CaseEnd {
     LayerDraw draw = o.draw;
     // A case may cost at most a tenth of the time left (never less than the smallest).
     if (secondsPerWork > 0) {
-      const double left = std::max(0.0, o.seconds - elapsed());
+      const double left = std::max(0.0, o.seconds - elapsed);
       draw.maxWork = std::clamp<int64_t>(static_cast<int64_t>(0.1 * left / secondsPerWork),
                                          int64_t{1} << 12, draw.maxWork);
     }
@@ -190,8 +184,7 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
     const auto caseStart = Clock::now();
     LayerCaseResult r = runAndJudgeLayer(kernel, c, routed, judge);
     if (r.output.stopped) {
-      s.interrupted = true;
-      break;
+      return CaseEnd::kStopped;
     }
     const double work = double(c.tokens) * c.k * 3.0 * c.hidden * c.intermediate + 1;
     const double took = std::chrono::duration<double>(Clock::now() - caseStart).count();
@@ -200,59 +193,29 @@ LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOpti
     if (r.abstained) {
       ++s.abstained;
       ++s.abstainReasons[r.abstainReason];
-      continue;
+      return CaseEnd::kNext;
     }
-    s.tokens += r.tokens.size();
-    ++s.styles[d.style];
-    ++s.shapes[d.shape];
-    ++s.dtypes[layerDtypeName(c.dtype)];
-    ++s.routing[std::string(routed ? "returned" : "not-asked") + (c.family ? "+family" : "")];
-    if (!r.violation) {
-      const Outcome worst = r.worst();
-      if (worst == Outcome::kAcceptable) {
-        ++s.acceptable;
-        for (const auto& v : r.tokens) {
-          if (v.outcome == Outcome::kAcceptable) ++s.acceptableReasons[v.reason];
-        }
-      } else {
-        ++s.passed;
-      }
-    } else {
-      ++s.violationCases;
-      addFinding(s, kernel, c, routed, std::move(r), judge, o);
-      if (!o.keepGoing) break;
-    }
-    if (clock.progressDue()) {
-      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} tokens", kernel.name(),
-                                 elapsed(), s.cases, s.tokens));
-    }
-  }
-  clock.finish();
-  s.seconds = elapsed();
+    countJudged(s, d, routed, r);
+    if (!r.violation) return CaseEnd::kNext;
+    addFinding(s, kernel, c, routed, std::move(r), judge, o);
+    return CaseEnd::kFinding;
+  };
+  runDoorLoop(s, o, step, "tokens", s.tokens);
   return s;
 }
 
 nlohmann::json layerSummaryJSON(const LayerSummary& s) {
-  nlohmann::json j = {{"impl", s.impl},
-                      {"abi", "moe_layer_v1"},
-                      {"seed", s.seed},
-                      {"seconds", s.seconds},
-                      {"cases", s.cases},
-                      {"passed", s.passed},
-                      {"acceptable", s.acceptable},
-                      {"abstained", s.abstained},
-                      {"violation_cases", s.violationCases},
-                      {"tokens", s.tokens},
-                      {"contract", s.contract},
-                      {"interrupted", s.interrupted}};
-  j["coverage"] = {{"styles", countsJSON(s.styles)},
-                   {"shapes", countsJSON(s.shapes)},
-                   {"dtype", countsJSON(s.dtypes)},
-                   {"routing", countsJSON(s.routing)},
-                   {"acceptable_reasons", countsJSON(s.acceptableReasons)},
-                   {"abstain_reasons", countsJSON(s.abstainReasons)},
-                   {"min_tokens", s.minTokens},
-                   {"insufficient", s.insufficientCoverage()}};
+  nlohmann::json j = summaryHeadJSON(s);
+  j.update({{"abi", "moe_layer_v1"},
+            {"passed", s.passed},
+            {"acceptable", s.acceptable},
+            {"contract", s.contract}});
+  j["coverage"].update({{"styles", countsJSON(s.styles)},
+                        {"shapes", countsJSON(s.shapes)},
+                        {"dtype", countsJSON(s.dtypes)},
+                        {"routing", countsJSON(s.routing)},
+                        {"acceptable_reasons", countsJSON(s.acceptableReasons)},
+                        {"abstain_reasons", countsJSON(s.abstainReasons)}});
   j["violations"] = nlohmann::json::array();
   for (const auto& f : s.findings) {
     nlohmann::json finding =
@@ -273,13 +236,7 @@ std::string layerSummaryText(const LayerSummary& s) {
       countsText(s.routing));
   if (s.acceptable > 0)
     out += fmt::format("acceptable tokens:{}\n", countsText(s.acceptableReasons));
-  if (s.abstained > 0)
-    out += fmt::format("abstained (not judged):{}\n", countsText(s.abstainReasons));
-  for (const auto& f : s.findings) {
-    out += findingLine(f.kind, f.signature, f.count, f.reproducer, f.smallest, f.drawn);
-  }
-  return out + closingLines(!s.findings.empty(), s.insufficientCoverage(), s.tokens, s.minTokens,
-                            s.abstained, s.cases, s.interrupted);
+  return out + doorSummaryEnd(s, [](const std::string& shape) { return shape; });
 }
 
 namespace {
@@ -306,85 +263,41 @@ Recorded readTest(const nlohmann::json& t) {
 }  // namespace
 
 ReplaySummary replayLayerVectors(const nlohmann::json& file, const LayerKernel* impl) {
-  ReplaySummary out;
   Judge judge;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "LayerReproducer") {
-      out.skipped += static_cast<int>(g["tests"].size());
-      out.lines.push_back(fmt::format("group {} skipped: not a layer group", g["type"].dump()));
-      continue;
+  // The recorded output, judged again without the kernel: no rerun, so a cause that
+  // needs one may now be told as expert-output; it must still be a violation.
+  auto rejudge = [&](const Recorded& r) -> std::optional<DoorRecheck> {
+    if (judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{}).violation) {
+      return std::nullopt;
     }
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t.value("tcId", int64_t{0});
-      Recorded r;
-      try {
-        r = readTest(t);
-      } catch (const std::exception& e) {
-        ++out.failed;
-        ++out.malformed;
-        out.failures.push_back({tcId, "error", e.what()});
-        out.lines.push_back(
-            fmt::format("LayerReproducer tcId {}: malformed test: {}", tcId, e.what()));
-        continue;
-      }
-      // The recorded output, judged again without the kernel: no rerun, so a cause that
-      // needs one may now be told as expert-output; it must still be a violation.
-      const LayerCaseResult again = judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
-      if (!again.violation) {
-        ++out.failed;
-        out.failures.push_back({tcId, "mismatch", "the recorded output is now judged to pass"});
-        out.lines.push_back(
-            fmt::format("LayerReproducer tcId {}: recorded output was {} and is now judged to pass",
-                        tcId, r.kind));
-        continue;
-      }
-      if (impl) {
-        const LayerCaseResult v = runAndJudgeLayer(*impl, r.c, r.routed, judge);
-        if (v.violation) {
-          ++out.failed;
-          out.failures.push_back(
-              {tcId, std::string(kindName(v.violation->kind)), v.violation->certificate});
-          out.lines.push_back(fmt::format("LayerReproducer tcId {}: {} still violates: {}: {}",
-                                          tcId, impl->name(), kindName(v.violation->kind),
-                                          v.violation->certificate));
-          continue;
-        }
-      }
-      ++out.passed;
-    }
-  }
-  return out;
+    return DoorRecheck{"to pass", "the recorded output is now judged to pass"};
+  };
+  auto rerun = [&](const LayerKernel& kernel, const Recorded& r) -> std::optional<DoorRecheck> {
+    const LayerCaseResult v = runAndJudgeLayer(kernel, r.c, r.routed, judge);
+    if (!v.violation) return std::nullopt;
+    return DoorRecheck{std::string(kindName(v.violation->kind)), v.violation->certificate};
+  };
+  return replayDoorGroups(file, "LayerReproducer", "layer", impl, readTest, rejudge, rerun);
 }
 
 std::string explainLayerVectors(const nlohmann::json& file, const LayerKernel* impl,
                                 int* unexplained) {
-  std::string text;
   Judge judge;
-  for (const auto& g : file["testGroups"]) {
-    if (g["type"] != "LayerReproducer") continue;
-    for (const auto& t : g["tests"]) {
-      const int64_t tcId = t.value("tcId", int64_t{0});
-      try {
-        const Recorded r = readTest(t);
-        const std::string name = impl ? impl->name() : t.value("impl", "recorded");
-        const LayerCaseResult v =
-            impl ? runAndJudgeLayer(*impl, r.c, r.routed, judge)
-                 : judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
-        text += fmt::format("--- LayerReproducer tcId {} ({}; recorded as {}) ---\n", tcId,
-                            impl ? "rerun" : "the recorded output", r.kind);
-        if (v.violation) {
-          text += layerReport(name, r.c, v);
-        } else {
-          text += fmt::format("case: {}\nverdict: {}\n", layerShapeText(r.c),
-                              v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
-        }
-      } catch (const std::exception& e) {
-        text += fmt::format("--- LayerReproducer tcId {}: cannot be read: {}\n", tcId, e.what());
-        if (unexplained) ++*unexplained;
-      }
+  auto tell = [&](const nlohmann::json& t, int64_t tcId, std::string& text) {
+    const Recorded r = readTest(t);
+    const std::string name = impl ? impl->name() : t.value("impl", "recorded");
+    const LayerCaseResult v = impl ? runAndJudgeLayer(*impl, r.c, r.routed, judge)
+                                   : judgeLayerOutput(r.c, r.out, r.contract, judge, LayerRerun{});
+    text += fmt::format("--- LayerReproducer tcId {} ({}; recorded as {}) ---\n", tcId,
+                        impl ? "rerun" : "the recorded output", r.kind);
+    if (v.violation) {
+      text += layerReport(name, r.c, v);
+    } else {
+      text += fmt::format("case: {}\nverdict: {}\n", layerShapeText(r.c),
+                          v.abstained ? "abstained (" + v.abstainReason + ")" : "passes");
     }
-  }
-  return text;
+  };
+  return explainDoorGroups(file, "LayerReproducer", unexplained, tell);
 }
 
 }  // namespace moe::fuzz

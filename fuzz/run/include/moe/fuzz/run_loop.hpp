@@ -2,6 +2,8 @@
 // options, the clock that ends it (time limit, case count, a signal) and its progress line.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -44,5 +46,39 @@ class RunClock {
   bool terminal_;
   Clock::time_point start_, lastProgress_;
 };
+
+// How one case of a kernel door's loop ended.
+enum class CaseEnd {
+  kNext,     // judged (or abstained): the next case
+  kFinding,  // a violation, kept as a finding: the run stops there unless --keep-going
+  kStopped,  // a signal stopped the kernel's call: the run is interrupted
+};
+
+// A kernel door's loop: `step(elapsed)` runs one case; it counts its cases with a violation,
+// stops at the first unless asked to keep going, and between cases writes the progress line
+// (impl, seconds, cases and the door's `counted`, named by `what`). Ends with the loop's
+// seconds in the summary.
+template <class Summary, class Step>
+void runDoorLoop(Summary& s, const RunOptions& options, Step step, const char* what,
+                 const uint64_t& counted) {
+  RunClock clock(options);
+  while (clock.another(s.cases, &s.interrupted)) {
+    const CaseEnd end = step(clock.elapsed());
+    if (end == CaseEnd::kStopped) {
+      s.interrupted = true;
+      break;
+    }
+    if (end == CaseEnd::kFinding) {
+      ++s.violationCases;
+      if (!options.keepGoing) break;
+    }
+    if (clock.progressDue()) {
+      clock.progress(fmt::format("moe-oracle fuzz {}: {:.0f} s, {} cases, {} {}", s.impl,
+                                 clock.elapsed(), s.cases, counted, what));
+    }
+  }
+  clock.finish();
+  s.seconds = clock.elapsed();
+}
 
 }  // namespace moe::fuzz
