@@ -29,19 +29,13 @@ struct DispatchFinding {
 DispatchFinding readFinding(const nlohmann::json& t) {
   DispatchFinding f;
   f.tcId = t.value("tcId", int64_t{0});
-  try {
-    f.impl = t.value("impl", std::string("the dispatcher"));
-    f.kind = t.at("kind").get<std::string>();
-    f.certificate = t.value("certificate", std::string());
-    f.contract = parseDispatchContractJSON(t.at("contract"));
-    f.c = dispatchCaseFromJSON(t.at("case"));
-    f.output = t.at("output");
-    if (!f.output.is_object()) throw std::invalid_argument("\"output\" must be an object");
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("tcId {}: {}", f.tcId, e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("tcId {}: {}", f.tcId, e.what()));
-  }
+  f.impl = t.value("impl", std::string("the dispatcher"));
+  f.kind = t.at("kind").get<std::string>();
+  f.certificate = t.value("certificate", std::string());
+  f.contract = parseDispatchContractJSON(t.at("contract"));
+  f.c = dispatchCaseFromJSON(t.at("case"));
+  f.output = t.at("output");
+  if (!f.output.is_object()) throw std::invalid_argument("\"output\" must be an object");
   return f;
 }
 

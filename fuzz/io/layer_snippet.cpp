@@ -35,35 +35,28 @@ struct LayerFinding {
 LayerFinding readFinding(const nlohmann::json& t) {
   LayerFinding f;
   f.tcId = t.value("tcId", int64_t{0});
-  try {
-    f.impl = t.value("impl", std::string("the layer"));
-    f.kind = t.at("kind").get<std::string>();
-    f.certificate = t.value("certificate", std::string());
-    f.contract = parseContractJSON(t.at("contract"));
-    f.routed = t.value("routed", false);
-    f.c = layerCaseFromJSON(t.at("case"));
-    f.token = t.value("token", -1);
-    const auto& out = t.at("output");
-    f.status = out.at("status").get<int>();
-    if (out.contains("fault")) {
-      f.fault = out["fault"].value("detail", std::string("the call failed"));
-    } else {
-      for (const auto& v : out.at("y")) f.y.push_back(parseHex32(v.get<std::string>()));
-      if (out.value("routed", false) && out.contains("ids") && out.contains("gates")) {
-        f.ids = out["ids"].get<std::vector<int32_t>>();
-        for (const auto& v : out["gates"]) f.gates.push_back(parseHex32(v.get<std::string>()));
-      }
+  f.impl = t.value("impl", std::string("the layer"));
+  f.kind = t.at("kind").get<std::string>();
+  f.certificate = t.value("certificate", std::string());
+  f.contract = parseContractJSON(t.at("contract"));
+  f.routed = t.value("routed", false);
+  f.c = layerCaseFromJSON(t.at("case"));
+  f.token = t.value("token", -1);
+  const auto& out = t.at("output");
+  f.status = out.at("status").get<int>();
+  if (out.contains("fault")) {
+    f.fault = out["fault"].value("detail", std::string("the call failed"));
+  } else {
+    for (const auto& v : out.at("y")) f.y.push_back(parseHex32(v.get<std::string>()));
+    if (out.value("routed", false) && out.contains("ids") && out.contains("gates")) {
+      f.ids = out["ids"].get<std::vector<int32_t>>();
+      for (const auto& v : out["gates"]) f.gates.push_back(parseHex32(v.get<std::string>()));
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("tcId {}: {}", f.tcId, e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("tcId {}: {}", f.tcId, e.what()));
   }
   if (!f.fault && layerDueStatuses(f.c).empty() &&
       (f.token < 0 || f.token >= f.c.tokens ||
        f.y.size() != static_cast<size_t>(f.c.tokens) * f.c.hidden)) {
-    throw std::invalid_argument(
-        fmt::format("tcId {}: no token of the case is named, or y has the wrong size", f.tcId));
+    throw std::invalid_argument("no token of the case is named, or y has the wrong size");
   }
   return f;
 }
