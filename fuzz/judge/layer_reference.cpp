@@ -65,18 +65,21 @@ ExpertTerms expertTerms(const LayerCase& c, int32_t t, int32_t e, double siluUlp
   out.f.assign(static_cast<size_t>(H), 0.0);
   out.mag.assign(static_cast<size_t>(H), 0.0);
   out.dev.assign(static_cast<size_t>(H), 0.0);
+  out.carriers.assign(static_cast<size_t>(H), 0.0);
   for (int32_t cc = 0; cc < H; ++cc) {
     const float* w2 = c.w2Row(e, cc);
-    double f = 0, mag = 0, dev = 0;
+    double f = 0, mag = 0, dev = 0, carriers = 0;
     for (int32_t j = 0; j < I; ++j) {
       const double w = std::fabs(static_cast<double>(w2[j]));
       f += static_cast<double>(w2[j]) * h[j];
       mag += w * (std::fabs(h[j]) + dh[j]);
       dev += w * dh[j];
+      carriers += w + std::fabs(h[j]) + dh[j];
     }
     out.f[cc] = f;
     out.mag[cc] = mag;
     out.dev[cc] = dev;
+    out.carriers[cc] = carriers;
     if (!(mag < kSafeMagnitude)) out.overflow = true;
   }
   return out;
@@ -95,7 +98,9 @@ LayerReference combineReference(std::span<const int32_t> experts, std::span<cons
   // y_c = sum over slots s and hidden units j of g_s W2_cj h^_j: N = |S| I products of three
   // factors (two roundings each), summed in any order (N - 1 additions):
   // |y^ - sum g W2 h^| <= gamma_{N+1} sum |g W2 h^|, plus each h^'s own error through
-  // |g W2|, plus the products' underflow (2 eta each).
+  // |g W2|, plus the products' underflow: the second rounding's eta, and the first's carried
+  // by the factor applied after it (g, W2 or h^, whichever the kernel applies last), at most
+  // eta (1 + u) (|g| + |W2_cj| + |h^_j|), plus 2 eta each kept from before.
   const double N = static_cast<double>(experts.size()) * intermediate;
   const double gN = gamma32(N + 1);
   for (size_t s = 0; s < experts.size(); ++s) {
@@ -106,6 +111,7 @@ LayerReference combineReference(std::span<const int32_t> experts, std::span<cons
     for (size_t cc = 0; cc < H; ++cc) {
       r.ref[cc] += gates[s] * T.f[cc];
       r.budget[cc] += wide * (T.dev[cc] + gN * T.mag[cc]);
+      r.budget[cc] += kTiny32 * (1 + kU32) * (wide * intermediate + T.carriers[cc]);
       if (!allowance.empty()) r.budget[cc] += allowance[s] * T.mag[cc];
     }
   }

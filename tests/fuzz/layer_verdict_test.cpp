@@ -114,6 +114,46 @@ TEST(LayerBudget, OneFlatSumOverEverySlotStaysInside) {
   expectInsideBudget<Order::kFlat>("flat");
 }
 
+// Hidden units that underflow, times a gate far above 1 (a family's scale): a product's
+// underflow (2^-150) is then carried by the factor applied after it, the gate or W2, not
+// added once. A CI run drew this case (T 1, H 3, I 1, E 1, gate 123.45, h about 1e-43):
+// the in-tree layer erred by 9.2e-44 against a budget that counted 6.2e-44.
+TEST(LayerBudget, SubnormalHiddenUnitsTimesALargeGateStayInside) {
+  LayerCase c;
+  c.tokens = 1, c.hidden = 3, c.intermediate = 1, c.experts = 1, c.k = 1;
+  c.x = {floatOf(0x1ebcd07a), floatOf(0x1e313e9c), floatOf(0x9d9f2018)};
+  c.logits = {floatOf(0xc2a4c000)};
+  c.w13 = {floatOf(0x1b830273), floatOf(0xbc8aa238), floatOf(0x9b9fce9d),
+           floatOf(0x3d1c5736), floatOf(0x3c808af0), floatOf(0x3ce9b9cb)};
+  c.w2 = {floatOf(0xbea585c3), floatOf(0x3f006a00), floatOf(0xbecf5f00)};
+  Family f;
+  f.bias = {0.25f};
+  f.scale = floatOf(0x42f6e666);  // 123.45
+  c.family = f;
+  // And random cases of the same kind: x at 2^-66, so that h is subnormal, at larger shapes.
+  std::vector<LayerCase> cases{c};
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    LayerCase r = randomCase(seed, 2, 16, 4, 4, 2, Style::kUniform);
+    for (float& v : r.x) v *= 0x1p-66f;
+    r.family = f;
+    r.family->bias.assign(4, 0.25f);
+    cases.push_back(std::move(r));
+  }
+  const std::unique_ptr<LayerKernel> kernels[] = {
+      kernel<Order::kSequential, Bug::kNone>(), kernel<Order::kShuffled, Bug::kNone>(),
+      kernel<Order::kPairwise, Bug::kNone>(),   kernel<Order::kBlocked, Bug::kNone>(),
+      kernel<Order::kFma, Bug::kNone>(),        kernel<Order::kFlat, Bug::kNone>()};
+  for (const auto& k : kernels) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      for (bool routed : {true, false}) {
+        Judge judge;
+        const LayerCaseResult r = judgeWith(*k, cases[i], routed, judge);
+        EXPECT_FALSE(r.violation) << "case " << i << ": " << r.violation->certificate;
+      }
+    }
+  }
+}
+
 // The reference and budget of the routing a correct layer returned, for planting errors.
 LayerReference referenceFor(const LayerCase& c, const LayerOutput& out, int32_t t) {
   std::vector<int32_t> experts;
@@ -176,7 +216,10 @@ TEST(LayerBudget, TheBudgetIsTheDerivedBound) {
   const double da = g1 + eta, db = da;
   const double ds = 1.1 * da + (cUlp + 3) * u * (s + 1.1 * da) + 4 * eta;
   const double dh = s * db + ds * (1 + db) + u * (s + ds) * (1 + db) + eta;
-  const double expected = (dh + g2 * (s + dh) + 4 * eta) * (1 + 0x1p-18);
+  // The products' underflow: 2 eta, and one more eta carried by g, W2 or h, whichever
+  // comes last.
+  const double under = 2 * 2 * eta + eta * (1 + u) * (1 + 1 + s + dh);
+  const double expected = (dh + g2 * (s + dh) + under) * (1 + 0x1p-18);
   const ExpertTerms T = expertTerms(c, 0, 0, cUlp);
   const ExpertTerms* ptr = &T;
   const std::vector<int32_t> experts{0};

@@ -45,9 +45,10 @@ struct LayerReference {
 
 // The budget's pieces for one expert on one token (binary64): the output f_c, the
 // magnitude sum_h |W2_ch| (|h_h| + dh_h) and the propagated error sum_h |W2_ch| dh_h of
-// the hidden activations h = silu(W1 x) * (W3 x). docs/fuzz.md derives them.
+// the hidden activations h = silu(W1 x) * (W3 x), and sum_h (|W2_ch| + |h_h| + dh_h), the
+// factors that may carry a product's underflow. docs/fuzz.md derives them.
 struct ExpertTerms {
-  std::vector<double> f, mag, dev;
+  std::vector<double> f, mag, dev, carriers;
   bool overflow = false;
 };
 ExpertTerms expertTerms(const LayerCase& c, int32_t t, int32_t e, double siluUlp);
