@@ -71,13 +71,15 @@ DispatchCase plainMaxRows(const DispatchCase& c) {
 // Slots emptied (-1, which dispatch skips) a range at a time, the ranges halving down to 64
 // slots: a finding that needs its shape (an index that breaks only past 2^24 slots) keeps
 // T and k, but only the slots that show it, so its reproducer stays small (runs of -1 are
-// written as runs, dispatch_case.hpp). Each range size is swept once, in slot order.
-template <class Try>
-void emptySlotRanges(DispatchCase& c, Try&& tryCase) {
+// written as runs, dispatch_case.hpp). Each range size is swept once, in slot order, while
+// time is left: past 2^24 slots a sweep is millions of ranges, each a copy of the case.
+template <class Try, class Expired>
+void emptySlotRanges(DispatchCase& c, Try&& tryCase, Expired&& expired) {
   if (!idsComplete(c) || c.ids.size() <= 256) return;
   const size_t n = c.ids.size();
   for (size_t chunk = n / 2; chunk >= 64; chunk /= 2) {
     for (size_t from = 0; from < n; from += chunk) {
+      if (expired()) return;
       const auto first = c.ids.begin() + static_cast<int64_t>(from);
       const auto last = c.ids.begin() + static_cast<int64_t>(std::min(n, from + chunk));
       if (std::all_of(first, last, [](int32_t id) { return id == -1; })) continue;
@@ -109,7 +111,7 @@ void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, D
     return true;
   };
   bool progress = seconds > 0;
-  if (progress) emptySlotRanges(c, tryCase);
+  if (progress) emptySlotRanges(c, tryCase, [&] { return Clock::now() > deadline; });
   while (progress && Clock::now() < deadline) {
     progress = false;
     if (idsComplete(c) && c.tokens > 1) {
