@@ -53,17 +53,3 @@ std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int
 std::string dueReasons(const std::vector<DueStatus>& due);
 
 }  // namespace moe::fuzz
-
-namespace moe::fuzz {
-
-// Runs the dispatcher on the case and judges it.
-DispatchVerdict runAndJudgeDispatch(const Dispatcher& d, const DispatchCase& c,
-                                    DispatchOutput* out = nullptr);
-
-// Shrinks a violating case while the violation keeps its kind and tag: fewer tokens, a
-// smaller k, fewer experts, block 1, no capacity, empty slots, a plain max_rows; `seconds`
-// caps it. `c`, `out` and `v` become the smallest case found, its output and verdict.
-void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, DispatchVerdict& v,
-                    double seconds);
-
-}  // namespace moe::fuzz

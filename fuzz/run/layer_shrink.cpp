@@ -1,10 +1,10 @@
 // Shrinking a layer violation: greedy, each step one smaller case, kept when the kernel
 // still shows the same kind and tag (delta debugging's rule: a change that keeps the
 // failure is not its cause).
+#include "moe/fuzz/layer_shrink.hpp"
+
 #include <algorithm>
 #include <chrono>
-
-#include "moe/fuzz/layer_verdict.hpp"
 
 namespace moe::fuzz {
 
