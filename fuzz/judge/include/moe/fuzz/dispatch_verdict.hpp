@@ -51,5 +51,7 @@ std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int
                                           const std::string& shape);
 // The due errors' reasons, "; "-separated.
 std::string dueReasons(const std::vector<DueStatus>& due);
+// The due statuses by name, each once, " or "-separated.
+std::string dueNames(const std::vector<DueStatus>& due);
 
 }  // namespace moe::fuzz
