@@ -28,6 +28,15 @@ LayerCase layerTokens(const LayerCase& c, int32_t from, int32_t to) {
 
 namespace {
 
+// The case's sizes, as indices into its arrays take them.
+struct Sizes {
+  size_t tokens, experts, hidden, intermediate;
+};
+Sizes sizesOf(const LayerCase& c) {
+  return {static_cast<size_t>(c.tokens), static_cast<size_t>(c.experts),
+          static_cast<size_t>(c.hidden), static_cast<size_t>(c.intermediate)};
+}
+
 // The first `keep` values of each of the `runs` runs of `stride` values in v: a row-major
 // array cut along its last axis (or, with a run per outer index, along an inner one).
 std::vector<float> firstOfEach(const std::vector<float>& v, size_t runs, size_t stride,
@@ -46,9 +55,8 @@ std::vector<float> firstOfEach(const std::vector<float>& v, size_t runs, size_t 
 LayerCase layerExperts(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.experts = n;
-  const auto T = static_cast<size_t>(c.tokens), E = static_cast<size_t>(c.experts),
-             N = static_cast<size_t>(n), H = static_cast<size_t>(c.hidden),
-             I = static_cast<size_t>(c.intermediate);
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
   s.logits = firstOfEach(c.logits, T, E, N);
   s.w13.resize(N * 2 * I * H);
   s.w2.resize(N * H * I);
@@ -59,9 +67,8 @@ LayerCase layerExperts(const LayerCase& c, int32_t n) {
 LayerCase layerHidden(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.hidden = n;
-  const auto T = static_cast<size_t>(c.tokens), H = static_cast<size_t>(c.hidden),
-             N = static_cast<size_t>(n), I = static_cast<size_t>(c.intermediate),
-             E = static_cast<size_t>(c.experts);
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
   s.x = firstOfEach(c.x, T, H, N);
   s.w13 = firstOfEach(c.w13, E * 2 * I, H, N);
   s.w2 = firstOfEach(c.w2, E, H * I, N * I);  // each expert's first n rows
@@ -71,8 +78,8 @@ LayerCase layerHidden(const LayerCase& c, int32_t n) {
 LayerCase layerIntermediate(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.intermediate = n;
-  const auto H = static_cast<size_t>(c.hidden), N = static_cast<size_t>(n),
-             I = static_cast<size_t>(c.intermediate), E = static_cast<size_t>(c.experts);
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
   s.w13 = firstOfEach(c.w13, E * 2, I * H, N * H);  // W1's first n rows, then W3's
   s.w2 = firstOfEach(c.w2, E * H, I, N);
   return s;
