@@ -21,6 +21,7 @@
 #include "moe/fuzz/guarded_main.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/router.hpp"
+#include "moe/fuzz/run_header.hpp"
 #include "moe/fuzz/snippet.hpp"
 #include "moe/fuzz/vectors.hpp"
 #include "reproduce.hpp"
@@ -101,23 +102,14 @@ bool optionsOrSay(const std::function<void()>& make) {
   return true;
 }
 
-// The header of a kernel door's run (moe_dispatch_v1, moe_layer_v1).
-std::string doorHeader(const std::string& name, std::string_view abi, const RunOptions& o,
-                       const std::string& contract) {
-  return fmt::format("moe-oracle fuzz {} ({}): seed {}, {:g} s{}; contract {}\n", name, abi, o.seed,
-                     o.seconds, o.keepGoing ? ", keep going" : "", contract);
-}
-
 int runDispatchFuzz(const FuzzRequest& f) {
   std::unique_ptr<Dispatcher> d = openDispatcherOrSay(f.impl, "fuzz", doorOptions(f));
   if (!d) return 2;
   DispatchCampaignOptions o;
   if (!optionsOrSay([&] { o = dispatchCampaignOptions(f, d->contract().shapes); })) return 2;
   o.stop = &gStopSignal;
-  const std::string header =
-      doorHeader(d->name(), kAbiDispatchV1, o, dispatchContractJSON(d->contract()).dump());
   return fuzzRun(
-      f, header, [&] { return runOutcome(runDispatchCampaign(*d, o)); }, o.stop);
+      f, dispatchRunHeader(*d, o), [&] { return runOutcome(runDispatchCampaign(*d, o)); }, o.stop);
 }
 
 int runLayerFuzz(const FuzzRequest& f) {
@@ -129,10 +121,9 @@ int runLayerFuzz(const FuzzRequest& f) {
   }
   o.draw.badCalls = true;  // a C ABI has statuses to judge
   o.stop = &gStopSignal;
-  const std::string header =
-      doorHeader(kernel->name(), kAbiLayerV1, o, contractToJSON(kernel->contract()));
   return fuzzRun(
-      f, header, [&] { return runOutcome(runLayerCampaign(*kernel, o)); }, o.stop);
+      f, layerRunHeader(*kernel, o), [&] { return runOutcome(runLayerCampaign(*kernel, o)); },
+      o.stop);
 }
 
 std::unique_ptr<Router> openOrSay(const std::string& impl, const char* cmd,
@@ -155,13 +146,9 @@ int runRouterFuzz(const FuzzRequest& f) {
     return 2;
   }
   o.stop = &gStopSignal;
-  const std::string header = fmt::format(
-      "moe-oracle fuzz {}: seed {}, {:g} s, shapes {}{}; contract {}; judged with: {}\n",
-      router->name(), o.seed, o.seconds, o.shapes.text(), o.keepGoing ? ", keep going" : "",
-      contractToJSON(router->contract()),
-      verdictConfigText(verdictConfigJSON(f.verdictConfig(), effectiveContract(*router, o))));
   return fuzzRun(
-      f, header, [&] { return runOutcome(runCampaign(*router, o)); }, o.stop);
+      f, routerRunHeader(*router, o, f), [&] { return runOutcome(runCampaign(*router, o)); },
+      o.stop);
 }
 
 // `moe-oracle fuzz` through the door --impl and --abi name.

@@ -62,16 +62,6 @@ std::vector<int32_t> recordedList(const nlohmann::json& output, const char* key)
   return output[key].get<std::vector<int32_t>>();
 }
 
-// The certificate as comment lines (it may hold several).
-std::string commented(const std::string& text, const char* prefix) {
-  std::string out = prefix;
-  for (char ch : text) {
-    out += ch;
-    if (ch == '\n') out += prefix;
-  }
-  return out;
-}
-
 // Runs of equal ids as (value, length): a large case, shrunk, is mostly empty slots (-1).
 std::vector<std::pair<int32_t, size_t>> runsOf(const std::vector<int32_t>& v) {
   std::vector<std::pair<int32_t, size_t>> runs;
@@ -223,18 +213,11 @@ void cSnippet(fmt::memory_buffer& out, const DispatchFinding& f, const std::stri
                  c.nullBlockExpert ? "NULL" : "block_expert", c.nullRows ? "NULL" : "&rows");
   const std::vector<DueStatus> due = dueStatuses(c);
   if (!due.empty()) {
-    std::string allowed, names, why;
-    for (const DueStatus& d : due) {
-      allowed += fmt::format(" && status != {}", d.status);
-      const std::string name = dispatchStatusText(d.status);
-      if (names.find(name) == std::string::npos) names += (names.empty() ? "" : " or ") + name;
-      why += (why.empty() ? "" : "; ") + d.why;
-    }
     fmt::format_to(to,
                    "  /* Outside the domain: {} */\n"
                    "  printf(\"moe_dispatch_v1 returned %d; layer_abi.h asks for {}\\n\", "
-                   "status);\n  return status == 0{};\n}}\n",
-                   why, names, allowed);
+                   "status);\n  return status == 0 && {};\n}}\n",
+                   dueReasons(due), dueNames(due), noneOfDue(due));
     return;
   }
   const oracle::DispatchLayout spec = specOf(c);
@@ -279,7 +262,6 @@ std::string dispatchSnippet(const nlohmann::json& file, std::string_view languag
     return pythonSnippets(
         findings, [](fmt::memory_buffer& out, const DispatchFinding& f) { pythonSnippet(out, f); });
   }
-  const std::vector<std::string> suffixes = snippetSuffixes(findings.size());
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out),
                  "/* moe-oracle: {} dispatch finding(s) as C99. Build it with the dispatcher's "
@@ -304,14 +286,7 @@ std::string dispatchSnippet(const nlohmann::json& file, std::string_view languag
                    "  }\n"
                    "}\n");
   }
-  for (size_t i = 0; i < findings.size(); ++i) {
-    fmt::format_to(std::back_inserter(out), "\n");
-    cSnippet(out, findings[i], suffixes[i]);
-  }
-  fmt::format_to(std::back_inserter(out), "\nint main(void) {{\n  int found = 0;\n");
-  for (const auto& s : suffixes)
-    fmt::format_to(std::back_inserter(out), "  found |= finding{}();\n", s);
-  fmt::format_to(std::back_inserter(out), "  return found;\n}}\n");
+  cFindingsAndMain(out, findings, cSnippet);
   return fmt::to_string(out);
 }
 

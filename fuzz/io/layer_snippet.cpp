@@ -61,16 +61,6 @@ LayerFinding readFinding(const nlohmann::json& t) {
   return f;
 }
 
-// The certificate as comment lines (it may hold several).
-std::string commented(const std::string& text, const char* prefix) {
-  std::string out = prefix;
-  for (char ch : text) {
-    out += ch;
-    if (ch == '\n') out += prefix;
-  }
-  return out;
-}
-
 // Values as the call passes them: binary32 bits, or a bf16's 16 bits.
 std::string bitsList(const std::vector<float>& v, bool bf16) {
   std::string out;
@@ -227,13 +217,6 @@ void cSnippet(fmt::memory_buffer& out, const LayerFinding& f, const std::string&
   cCall(out, f);
   const std::vector<DueStatus> due = layerDueStatuses(c);
   if (!due.empty()) {
-    std::string allowed, names, why;
-    for (const DueStatus& d : due) {
-      allowed += fmt::format("{}status != {}", allowed.empty() ? "" : " && ", d.status);
-      const std::string name = dispatchStatusText(d.status);
-      if (names.find(name) == std::string::npos) names += (names.empty() ? "" : " or ") + name;
-      why += (why.empty() ? "" : "; ") + d.why;
-    }
     const size_t outputs = static_cast<size_t>(c.tokens) * c.hidden;
     const size_t slots = static_cast<size_t>(c.tokens) * c.k;
     fmt::format_to(to,
@@ -244,7 +227,7 @@ void cSnippet(fmt::memory_buffer& out, const LayerFinding& f, const std::string&
                    "    printf(\"moe_layer_v1 returned %d%s; layer_abi.h asks for {} with nothing "
                    "written\\n\", status, written ? \" and wrote its outputs\" : \"\");\n"
                    "    return status == 0 || ({}) || written;\n  }}\n}}\n",
-                   why, outputs, slots, names, allowed);
+                   dueReasons(due), outputs, slots, dueNames(due), noneOfDue(due));
     return;
   }
   if (f.fault) {
@@ -290,8 +273,7 @@ void cSnippet(fmt::memory_buffer& out, const LayerFinding& f, const std::string&
                  refs.size());
 }
 
-std::string cProgram(const std::vector<LayerFinding>& findings,
-                     const std::vector<std::string>& suffixes) {
+std::string cProgram(const std::vector<LayerFinding>& findings) {
   fmt::memory_buffer out;
   auto to = std::back_inserter(out);
   fmt::format_to(to,
@@ -335,13 +317,7 @@ std::string cProgram(const std::vector<LayerFinding>& findings,
                    "    if (worst && d - budget[c] > most) most = d - budget[c], *worst = c;\n"
                    "  }\n  return ok;\n}\n");
   }
-  for (size_t i = 0; i < findings.size(); ++i) {
-    fmt::format_to(to, "\n");
-    cSnippet(out, findings[i], suffixes[i]);
-  }
-  fmt::format_to(to, "\nint main(void) {{\n  int found = 0;\n");
-  for (const auto& s : suffixes) fmt::format_to(to, "  found |= finding{}();\n", s);
-  fmt::format_to(to, "  return found;\n}}\n");
+  cFindingsAndMain(out, findings, cSnippet);
   return fmt::to_string(out);
 }
 
@@ -476,7 +452,7 @@ void pythonSnippet(fmt::memory_buffer& out, const LayerFinding& f) {
 
 std::string layerSnippet(const nlohmann::json& file, std::string_view language) {
   const auto findings = snippetFindings(file, "LayerReproducer", readFinding);
-  if (language == "c") return cProgram(findings, snippetSuffixes(findings.size()));
+  if (language == "c") return cProgram(findings);
   return pythonSnippets(
       findings, [](fmt::memory_buffer& out, const LayerFinding& f) { pythonSnippet(out, f); });
 }

@@ -595,16 +595,7 @@ std::string reproducerSnippet(const nlohmann::json& file, std::string_view langu
                    "\n#include \"moe/route_abi.h\" /* moe_route_params_v2 (impl/include) */\n");
   }
   // Several findings share one translation unit: their names get the finding's number.
-  const std::vector<std::string> suffixes = snippetSuffixes(findings.size());
-  for (size_t i = 0; i < findings.size(); ++i) {
-    fmt::format_to(std::back_inserter(out), "\n");
-    cSnippet(out, findings[i], suffixes[i]);
-  }
-  fmt::format_to(std::back_inserter(out), "\nint main(void) {{\n  int found = 0;\n");
-  for (const auto& s : suffixes) {
-    fmt::format_to(std::back_inserter(out), "  found |= finding{}();\n", s);
-  }
-  fmt::format_to(std::back_inserter(out), "  return found;\n}}\n");
+  cFindingsAndMain(out, findings, cSnippet);
   return fmt::to_string(out);
 }
 

@@ -1,6 +1,7 @@
 // What the three doors' snippet writers (snippet.cpp, dispatch_snippet.cpp,
-// layer_snippet.cpp) share: the findings of a reproducer file, read one test at a time, and
-// several self-contained Python snippets laid one after another.
+// layer_snippet.cpp) share: the findings of a reproducer file, read one test at a time,
+// several self-contained Python snippets laid one after another, the C program's findings
+// and main, and the text a program says of a certificate and of the statuses due.
 #pragma once
 
 #include <fmt/format.h>
@@ -11,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "moe/fuzz/dispatch_verdict.hpp"
 
 namespace moe::fuzz {
 
@@ -61,5 +64,27 @@ std::string pythonSnippets(const std::vector<Finding>& findings, Write write) {
   }
   return fmt::to_string(out);
 }
+
+// The C findings, one function each (finding, finding_1, ...: snippetSuffixes) written by
+// `write(out, finding, suffix)` and returning 1 when it reproduces, then a main that calls
+// them all and returns 1 when one does.
+template <class Finding, class Write>
+void cFindingsAndMain(fmt::memory_buffer& out, const std::vector<Finding>& findings, Write write) {
+  const std::vector<std::string> suffixes = snippetSuffixes(findings.size());
+  auto to = std::back_inserter(out);
+  for (size_t i = 0; i < findings.size(); ++i) {
+    fmt::format_to(to, "\n");
+    write(out, findings[i], suffixes[i]);
+  }
+  fmt::format_to(to, "\nint main(void) {{\n  int found = 0;\n");
+  for (const auto& s : suffixes) fmt::format_to(to, "  found |= finding{}();\n", s);
+  fmt::format_to(to, "  return found;\n}}\n");
+}
+
+// `text` as comment lines, each headed by `prefix` (a certificate may hold several lines).
+std::string commented(const std::string& text, const char* prefix);
+
+// The C condition that `status` is none of the due statuses: "status != 6 && status != 3".
+std::string noneOfDue(const std::vector<DueStatus>& due);
 
 }  // namespace moe::fuzz

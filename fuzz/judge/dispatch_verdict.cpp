@@ -343,13 +343,18 @@ std::string dueReasons(const std::vector<DueStatus>& due) {
   return why;
 }
 
-std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int status,
-                                          const std::string& shape) {
-  std::string allowed;  // the due statuses by name, each once
+std::string dueNames(const std::vector<DueStatus>& due) {
+  std::string names;
   for (const DueStatus& d : due) {
     const std::string name = dispatchStatusText(d.status);
-    if (allowed.find(name) == std::string::npos) allowed += (allowed.empty() ? "" : " or ") + name;
+    if (names.find(name) == std::string::npos) names += (names.empty() ? "" : " or ") + name;
   }
+  return names;
+}
+
+std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int status,
+                                          const std::string& shape) {
+  const std::string allowed = dueNames(due);
   const std::string why = dueReasons(due);
   if (status == MOE_ROUTE_OK) {
     return StatusFinding{ViolationKind::kBadParamsAccepted,

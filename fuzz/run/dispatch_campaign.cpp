@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "door_findings.hpp"
+#include "moe/fuzz/dispatch_shrink.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
 #include "moe/oracle/dispatch.hpp"

@@ -9,6 +9,7 @@
 
 #include "door_findings.hpp"
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/layer_shrink.hpp"
 #include "moe/fuzz/report.hpp"
 #include "moe/fuzz/summary_parts.hpp"
 

@@ -112,17 +112,9 @@ def _run(args):
     except (ValueError, TypeError, OSError) as e:  # a bad contract, shape list or --out
         print(f"moe_oracle fuzz: {e}", file=sys.stderr)
         return 2
-    sys.stderr.write(str(report))
-    if args.json:
-        print(report.json())
-    else:
-        for v in report["violations"]:
-            if v["reproducer"]:
-                print(f"reproducer: {v['reproducer']}")
-            print(v["signature"])
-    if report.exit_code == 130 and _on_sigterm.received:
-        return 143
-    return report.exit_code
+    # The command's own printer (printOutcome), so the two doors print alike.
+    terminated = report.exit_code == 130 and _on_sigterm.received
+    return report.print(args.json, signal.SIGTERM if terminated else 0)
 
 
 def main(argv=None):

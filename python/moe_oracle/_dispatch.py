@@ -101,8 +101,7 @@ def fuzz_dispatch(fn, contract=None, seconds=60, seed=None, out=None, keep_going
         progress=bool(progress), tokens=_arrays.set_text(tokens, "tokens"),
         k=_arrays.set_text(k, "k"), experts=_arrays.set_text(experts, "experts"),
         block=_arrays.set_text(block, "block"), capacity=_arrays.set_text(capacity, "capacity"))
-    return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
-                      answer["exit_code"])
+    return FuzzReport._of(answer)
 
 
 class DispatchJudgeResult:

@@ -2,6 +2,7 @@
 
 import json
 import random
+import sys
 from collections.abc import Mapping
 
 from . import _arrays, _contract, _core, _family
@@ -21,11 +22,19 @@ class FuzzReport(Mapping):
     found). ``str(report)``: the reports, then the summary. ``to_python(i)`` / ``to_c(i)``:
     finding ``i``'s reproducer as a program for a bug report (``moe-oracle explain --as``)."""
 
-    def __init__(self, fields, text, reports, exit_code):
+    def __init__(self, fields, text, reports, exit_code, outcome=None, summary=None):
         self._fields = fields
         self.text = text
         self.reports = list(reports)
         self.exit_code = exit_code
+        self._outcome = outcome  # the command's RunOutcome, for print()
+        self._summary = summary  # the --json text as the command prints it
+
+    @classmethod
+    def _of(cls, answer):
+        """The report of a run's answer (_core.fuzz, fuzz_dispatch, fuzz_layer)."""
+        return cls(json.loads(answer["summary"]), answer["text"], answer["reports"],
+                   answer["exit_code"], answer["outcome"], answer["summary"])
 
     def __getitem__(self, key):
         return self._fields[key]
@@ -48,7 +57,20 @@ class FuzzReport(Mapping):
 
     def json(self):
         """The summary as the command prints it with --json."""
-        return json.dumps(self._fields)
+        return self._summary if self._summary is not None else json.dumps(self._fields)
+
+    def print(self, as_json=False, signal=0):
+        """Prints the run as ``moe-oracle fuzz`` does, through the command's own printer: the
+        reports and the summary on stderr; on stdout the --json summary (as_json) or each
+        finding's reproducer path and signature line. Returns the command's exit code
+        (128 + ``signal`` when a signal ended the run, 130 when it was interrupted)."""
+        if self._outcome is None:
+            raise ValueError("this report was not made by a run: there is nothing to print")
+        if not signal and self.exit_code == 130:
+            signal = 2  # SIGINT: the run was interrupted
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return _core.print_outcome(self._outcome, bool(as_json), int(signal))
 
     def to_python(self, index=0):
         """Finding ``index`` (of ``report["violations"]``) as a PyTorch snippet, as
@@ -164,5 +186,4 @@ def fuzz(fn, k=None, contract=None, seconds=60, seed=None, out=None, keep_going=
         family=family or "",
         tie_order=tie_order, gate_factor=gate_factor, gate_ulp=gate_ulp,
         analytic_floor=analytic_floor, jobs=jobs)
-    return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
-                      answer["exit_code"])
+    return FuzzReport._of(answer)

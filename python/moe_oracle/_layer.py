@@ -223,5 +223,4 @@ def fuzz_layer(fn, contract=None, seconds=60, seed=None, out=None, keep_going=Fa
         k=_arrays.set_text(k, "k"), experts=_arrays.set_text(experts, "experts"),
         hidden=_arrays.set_text(hidden, "hidden"),
         intermediate=_arrays.set_text(intermediate, "intermediate"), family=family or "")
-    return FuzzReport(json.loads(answer["summary"]), answer["text"], answer["reports"],
-                      answer["exit_code"])
+    return FuzzReport._of(answer)

@@ -11,6 +11,7 @@
 #include "fuzz_request.hpp"
 #include "moe/fuzz/dispatch_campaign.hpp"
 #include "moe/fuzz/dispatch_verdict.hpp"
+#include "moe/fuzz/run_header.hpp"
 #include "python_dispatcher.hpp"
 
 namespace py = pybind11;
@@ -27,6 +28,7 @@ py::dict fuzzDispatchFunction(py::object dispatch, py::object unsupported, const
   checkOut(request);
   const PythonDispatcher d(name, std::move(contract), std::move(dispatch), std::move(unsupported));
   options.stop = d.stopFlag();
+  sayHeader(options, fuzz::dispatchRunHeader(d, options));
   fuzz::DispatchSummary s;
   {
     py::gil_scoped_release release;

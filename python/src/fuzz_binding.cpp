@@ -6,6 +6,7 @@
 #include "bindings.hpp"
 #include "fuzz_request.hpp"
 #include "moe/fuzz/campaign.hpp"
+#include "moe/fuzz/run_header.hpp"
 #include "python_router.hpp"
 
 namespace py = pybind11;
@@ -22,6 +23,7 @@ py::dict fuzzFunction(py::object route, py::object unsupported, const std::strin
   checkOut(request);
   const PythonRouter router(name, std::move(contract), std::move(route), std::move(unsupported));
   options.stop = router.stopFlag();
+  sayHeader(options, fuzz::routerRunHeader(router, options, request));
   fuzz::CampaignSummary s;
   {
     py::gil_scoped_release release;
@@ -45,6 +47,7 @@ void bindFuzz(py::module_& m) {
       "fuzz_options() that moe_oracle.fuzz takes; returns the --json summary (text), the "
       "summary text, the violation reports and the exit code.");
   bindFuzzOptions(m);
+  bindRunOutcome(m);
 }
 
 }  // namespace moe::python

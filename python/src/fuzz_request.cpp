@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
+#include <cstdio>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 
@@ -131,13 +134,42 @@ void checkOut(const fuzz::FuzzRequest& request) {
   }
 }
 
+void sayHeader(const fuzz::RunOptions& options, const std::string& header) {
+  if (!options.progress) return;
+  py::module_::import("sys").attr("stderr").attr("flush")();
+  std::fputs(header.c_str(), stderr);
+}
+
 py::dict answerOf(const fuzz::RunOutcome& outcome, bool interrupted) {
   py::dict answer;
   answer["summary"] = outcome.summary.dump();
   answer["text"] = outcome.text;
   answer["reports"] = outcome.reports;
   answer["exit_code"] = interrupted ? 130 : outcome.exitCode;
+  answer["outcome"] = py::cast(outcome);
   return answer;
+}
+
+void bindRunOutcome(py::module_& m) {
+  py::class_<fuzz::RunOutcome>(
+      m, "RunOutcome",
+      "A fuzz run's outcome as the command holds it; print_outcome prints it as the command "
+      "does.");
+  m.def(
+      "print_outcome",
+      [](const fuzz::RunOutcome& outcome, bool json, int signal) {
+        const volatile std::sig_atomic_t stop = signal;
+        const int code = fuzz::printOutcome(outcome, json, &stop);
+        std::cout.flush();
+        std::fflush(stdout);
+        std::fflush(stderr);
+        return code;
+      },
+      py::arg("outcome"), py::arg("json"), py::arg("signal") = 0,
+      "Prints the outcome through the command's own printer (printOutcome): the reports and "
+      "the summary on stderr; on stdout the JSON summary (json) or each finding's reproducer "
+      "path and signature line. Returns the command's exit code: 128 + signal when signal is "
+      "not 0, else the run's. Python's own sys.stdout and sys.stderr are to be flushed first.");
 }
 
 void bindFuzzOptions(py::module_& m) {

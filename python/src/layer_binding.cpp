@@ -13,6 +13,7 @@
 #include "fuzz_request.hpp"
 #include "moe/fuzz/layer_campaign.hpp"
 #include "moe/fuzz/layer_draw.hpp"
+#include "moe/fuzz/run_header.hpp"
 #include "moe/route_abi.h"
 #include "python_errors.hpp"
 
@@ -205,6 +206,7 @@ py::dict fuzzLayer(py::object call, py::object unsupported, const std::string& n
   o.stop = stop.get();
   const auto kernel = fuzz::makeFunctionLayer(
       name, std::move(contract), PythonLayer{std::move(call), std::move(unsupported), stop});
+  sayHeader(o, fuzz::layerRunHeader(*kernel, o));
   fuzz::LayerSummary s;
   {
     py::gil_scoped_release release;

@@ -16,15 +16,11 @@ namespace moe::fuzz {
 namespace {
 
 using testing::freshDir;
+using testing::readJsonFile;
 using testing::runOracle;
 
 std::string lib(const std::string& variant) {
   return std::string(MOE_LIB_DIR) + "/libmoe_peer_" + variant + ".so";
-}
-
-nlohmann::json readJSON(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 const nlohmann::json* findingOf(const nlohmann::json& run, const std::string& signature) {
@@ -60,7 +56,7 @@ TEST(Findings, EveryDistinctFaultIsReported) {
   for (const auto* v : {segv, abrt}) {
     const std::string file = (*v)["reproducer"];
     ASSERT_TRUE(std::filesystem::exists(file)) << file;
-    EXPECT_EQ(readJSON(file)["testGroups"][0]["tests"][0]["signature"], (*v)["signature"]);
+    EXPECT_EQ(readJsonFile(file)["testGroups"][0]["tests"][0]["signature"], (*v)["signature"]);
   }
   // The text summary says where the abort was seen.
   const auto text = runOracle(
@@ -119,9 +115,10 @@ TEST(Findings, TheTiePolicyInForceTravelsWithTheReproducer) {
   EXPECT_EQ(j["verdict_config"]["tie_order"], "lowest-index");
   EXPECT_EQ(j["verdict_config"]["set_by_run"], nlohmann::json::array({"tie_order"}));
   const std::string file = j["violations"][0]["reproducer"];
-  EXPECT_EQ(readJSON(file)["generatorVersion"], std::string("moe-oracle ") + MOE_ORACLE_VERSION);
-  EXPECT_EQ(readJSON(file)["formatVersion"], 1) << "kVectorFormatVersion, the layout written";
-  const auto test = readJSON(file)["testGroups"][0]["tests"][0];
+  EXPECT_EQ(readJsonFile(file)["generatorVersion"],
+            std::string("moe-oracle ") + MOE_ORACLE_VERSION);
+  EXPECT_EQ(readJsonFile(file)["formatVersion"], 1) << "kVectorFormatVersion, the layout written";
+  const auto test = readJsonFile(file)["testGroups"][0]["tests"][0];
   EXPECT_EQ(test["contract"]["tie_order"], "any") << "the router's own claim is kept";
   EXPECT_EQ(test["verdict_config"]["tie_order"], "lowest-index");
 
@@ -189,7 +186,7 @@ TEST(Findings, ShrinkingKeepsBothGatesOfATie) {
                            lib("tie_gates") + " --out " + freshDir("tie-gates"));
   ASSERT_EQ(r.exitCode, 1) << r.out;
   const auto v = nlohmann::json::parse(r.out)["violations"][0];
-  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  const auto test = readJsonFile(v["reproducer"])["testGroups"][0]["tests"][0];
   const int k = test["k"], t = test["token"], E = test["experts"];
   ASSERT_GE(k, 2) << test;
   std::vector<std::string> logits;
@@ -244,7 +241,7 @@ TEST(Findings, EunsupportedBeforeTheDomainCheckIsAWrongStatus) {
   const auto v = nlohmann::json::parse(r.out)["violations"][0];
   EXPECT_EQ(v["kind"], "bad-params-wrong-status") << v;
   EXPECT_EQ(v["signature"], "moe-oracle: recipe-llama4-bad-params-wrong-status-4");
-  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  const auto test = readJsonFile(v["reproducer"])["testGroups"][0]["tests"][0];
   EXPECT_NE(test["certificate"].get<std::string>().find("MOE_ROUTE_EUNSUPPORTED"),
             std::string::npos)
       << test["certificate"];
@@ -259,7 +256,7 @@ TEST(Findings, ATokenWrongOnlyInItsBatchSaysSo) {
       lib("large_batch") + " --out " + freshDir("batch-only"));
   ASSERT_EQ(r.exitCode, 1) << r.out;
   const auto v = nlohmann::json::parse(r.out)["violations"][0];
-  const auto test = readJSON(v["reproducer"])["testGroups"][0]["tests"][0];
+  const auto test = readJsonFile(v["reproducer"])["testGroups"][0]["tests"][0];
   EXPECT_GE(test["tokens"].get<int>(), 4096);
   EXPECT_NE(test["certificate"].get<std::string>().find("this row alone routes correctly (token " +
                                                         std::to_string(test["token"].get<int>()) +

@@ -19,6 +19,7 @@ namespace moe::fuzz {
 namespace {
 
 using testing::freshDir;
+using testing::readJsonFile;
 using testing::runOracle;
 
 // A reproducer of the corpus, written before "formatVersion" existed: a recorded output the
@@ -26,11 +27,6 @@ using testing::runOracle;
 // re-judges the output).
 const std::string kOldReproducer =
     std::string(MOE_CORPUS_DIR) + "/reproducers/moe_broken_oob_id-id-out-of-range-E6-k7-seed3.json";
-
-nlohmann::json readJSON(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 std::string writeJSON(const std::string& dir, const std::string& name, const nlohmann::json& j) {
   std::filesystem::create_directories(dir);
@@ -49,19 +45,19 @@ std::string layoutError(const nlohmann::json& file) {
 }
 
 TEST(FormatVersion, TheCorpusReproducerPredatesTheField) {
-  ASSERT_FALSE(readJSON(kOldReproducer).contains("formatVersion"))
+  ASSERT_FALSE(readJsonFile(kOldReproducer).contains("formatVersion"))
       << "the old-file test needs a file without the field";
 }
 
 TEST(FormatVersion, AbsentOrKnownVersionsAreRead) {
-  nlohmann::json file = readJSON(kOldReproducer);
+  nlohmann::json file = readJsonFile(kOldReproducer);
   EXPECT_EQ(layoutError(file), "");
   file["formatVersion"] = kVectorFormatVersion;
   EXPECT_EQ(layoutError(file), "");
 }
 
 TEST(FormatVersion, ALaterVersionIsRefusedNamingBoth) {
-  nlohmann::json file = readJSON(kOldReproducer);
+  nlohmann::json file = readJsonFile(kOldReproducer);
   file["formatVersion"] = kVectorFormatVersion + 1;
   const std::string why = layoutError(file);
   EXPECT_NE(why.find("format version 2 is newer than this moe-oracle reads (up to 1)"),
@@ -72,7 +68,7 @@ TEST(FormatVersion, ALaterVersionIsRefusedNamingBoth) {
 TEST(FormatVersion, AVersionThatIsNotAWholeNumberIsRefused) {
   for (const nlohmann::json& bad : {nlohmann::json("1"), nlohmann::json(0), nlohmann::json(-3),
                                     nlohmann::json(1.5), nlohmann::json(nullptr)}) {
-    nlohmann::json file = readJSON(kOldReproducer);
+    nlohmann::json file = readJsonFile(kOldReproducer);
     file["formatVersion"] = bad;
     EXPECT_NE(layoutError(file).find("\"formatVersion\" must be a whole number >= 1"),
               std::string::npos)
@@ -87,7 +83,7 @@ TEST(FormatVersion, ReplayReadsOldFilesAndRefusesLaterOnes) {
   EXPECT_NE(old.out.find("1 passed, 0 failed"), std::string::npos) << old.out;
 
   const std::string dir = freshDir("format-version");
-  nlohmann::json file = readJSON(kOldReproducer);
+  nlohmann::json file = readJsonFile(kOldReproducer);
   file["formatVersion"] = kVectorFormatVersion;
   const auto same = runOracle("replay " + writeJSON(dir, "v1.json", file), true);
   EXPECT_EQ(same.exitCode, 0) << same.out;
@@ -120,7 +116,7 @@ TEST(ContractSchemaVersion, AbsentOrOneIsReadAndALaterOneRefused) {
 // replay parses the contract a reproducer recorded: one of a later schema is unreadable
 // input (exit 2), not a router's failure.
 TEST(ContractSchemaVersion, ReplayRefusesARecordedContractOfALaterSchema) {
-  nlohmann::json file = readJSON(kOldReproducer);
+  nlohmann::json file = readJsonFile(kOldReproducer);
   file["testGroups"][0]["tests"][0]["contract"]["schema_version"] = 2;
   const auto r = runOracle("replay " + writeJSON(freshDir("schema-version"), "c2.json", file),
                            /*withStderr=*/true);

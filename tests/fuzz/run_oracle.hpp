@@ -1,5 +1,6 @@
 // Runs the real moe-oracle binary as a user does (MOE_ORACLE_BIN), for the suites that
-// test the command end to end: its exit code, and its stdout (stderr when asked).
+// test the command end to end: its exit code, and its stdout (stderr when asked); and reads
+// back the JSON files it writes.
 #pragma once
 
 #include <sys/wait.h>
@@ -7,6 +8,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace moe::fuzz::testing {
@@ -38,6 +41,12 @@ inline std::string freshDir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("moe-oracle-test-" + name);
   std::filesystem::remove_all(d);
   return d.string();
+}
+
+// A JSON file the command wrote (a reproducer, a corpus file).
+inline nlohmann::json readJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
 }
 
 }  // namespace moe::fuzz::testing

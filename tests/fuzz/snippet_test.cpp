@@ -20,6 +20,7 @@ namespace moe::fuzz {
 namespace {
 
 using testing::freshDir;
+using testing::readJsonFile;
 using testing::runOracle;
 using testing::RunResult;
 
@@ -31,11 +32,6 @@ RunResult shell(const std::string& cmd) {
 
 void writeFile(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
-}
-
-nlohmann::json readJSON(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 bool torchAvailable() {
@@ -125,7 +121,7 @@ TEST(Snippet, PythonSnippetOfATieFindingRunsAndHoldsTheReproducerBitForBit) {
       std::string(MOE_LIB_DIR) + "/libmoe_peer_tie_high_any.so --out " + dir);
   ASSERT_EQ(fuzz.exitCode, 1) << fuzz.out;
   const std::string file = onlyReproducer(dir);
-  const auto t = readJSON(file)["testGroups"][0]["tests"][0];
+  const auto t = readJsonFile(file)["testGroups"][0]["tests"][0];
   ASSERT_EQ(t["kind"], "tie-higher-index");
 
   const auto run = runPythonSnippet(file);
@@ -253,7 +249,7 @@ TEST(Snippet, FamilyFindingAsPythonAndAsC) {
       std::string(MOE_LIB_DIR) + "/libmoe_broken_family_bias_in_gates.so --out " + dir);
   ASSERT_EQ(fuzz.exitCode, 1) << fuzz.out;
   const std::string file = onlyReproducer(dir);
-  const auto t = readJSON(file)["testGroups"][0]["tests"][0];
+  const auto t = readJsonFile(file)["testGroups"][0]["tests"][0];
   ASSERT_EQ(t["kind"], "gate-bias");
   const auto& fam = t["family"];
 

@@ -24,6 +24,19 @@ std::string lib(const std::string& variant) {
   return std::string(MOE_LIB_DIR) + "/libmoe_dispatch_test_" + variant + ".so";
 }
 
+// The C program `source` built against the test dispatcher `variant` (in `out`) and run: its
+// exit code and output, or, when it does not build, -1 and the compiler's messages.
+testing::RunResult buildAndRun(const std::string& source, const std::string& out,
+                               const std::string& variant) {
+  const std::string exe = out + "/repro-" + variant;
+  const auto built =
+      testing::runShell(std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " +
+                        MOE_IMPL_INCLUDE + " " + source + " -o " + exe + " -L" + MOE_LIB_DIR +
+                        " -lmoe_dispatch_test_" + variant + " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
+  if (built.exitCode != 0) return {-1, "does not build: " + built.out};
+  return testing::runShell(exe + " 2>&1");
+}
+
 struct Broken {
   const char* variant;
   const char* kind;
@@ -170,13 +183,8 @@ TEST(DispatchDoor, AFindingPast2To24SlotsShrinksToASmallReproducer) {
   const std::string source = out + "/repro.c";
   std::ofstream(source) << c99.out;
   for (const auto& [variant, want] : {std::pair{"float_index", 1}, std::pair{"correct", 0}}) {
-    const std::string exe = out + "/repro-" + variant;
-    const auto built = testing::runShell(
-        std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " + MOE_IMPL_INCLUDE + " " +
-        source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" + variant +
-        " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
-    ASSERT_EQ(built.exitCode, 0) << built.out;
-    EXPECT_EQ(testing::runShell(exe + " >/dev/null 2>&1").exitCode, want) << variant;
+    const auto ran = buildAndRun(source, out, variant);
+    EXPECT_EQ(ran.exitCode, want) << variant << "\n" << ran.out;
   }
 }
 
@@ -215,13 +223,7 @@ TEST(DispatchDoor, ExplainAsWritesADispatchSnippet) {
   const std::string source = out + "/repro.c";
   std::ofstream(source) << c.out;
   for (const auto& [variant, want] : {std::pair{"capacity_last", 1}, std::pair{"correct", 0}}) {
-    const std::string exe = out + "/repro-" + variant;
-    const auto built = testing::runShell(
-        std::string(MOE_C_COMPILER) + " -std=c99 -Wall -Werror -I " + MOE_IMPL_INCLUDE + " " +
-        source + " -o " + exe + " -L" + MOE_LIB_DIR + " -lmoe_dispatch_test_" + variant +
-        " -Wl,-rpath," + MOE_LIB_DIR + " 2>&1");
-    ASSERT_EQ(built.exitCode, 0) << built.out;
-    const auto ran = testing::runShell(exe + " 2>&1");
+    const auto ran = buildAndRun(source, out, variant);
     EXPECT_EQ(ran.exitCode, want) << variant << "\n" << ran.out;
   }
 }

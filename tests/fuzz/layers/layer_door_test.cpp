@@ -15,15 +15,11 @@ namespace moe::fuzz {
 namespace {
 
 using testing::freshDir;
+using testing::readJsonFile;
 using testing::runOracle;
 
 std::string lib(const std::string& variant) {
   return std::string(MOE_LIB_DIR) + "/libmoe_layer_test_" + variant + ".so";
-}
-
-nlohmann::json readJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 struct Broken {
@@ -58,7 +54,7 @@ TEST_P(BrokenLayer, IsCaughtWithItsKindAndAShrunkReproducer) {
   const std::string file = v["reproducer"];
   ASSERT_TRUE(std::filesystem::exists(file)) << file;
   // Shrunk: the fewest tokens that show it, whatever the draw was.
-  const auto repro = readJson(file);
+  const auto repro = readJsonFile(file);
   const auto& test = repro["testGroups"][0]["tests"][0];
   EXPECT_EQ(test["kind"], b.kind);
   EXPECT_LE(test["case"]["tokens"].get<int64_t>(), b.maxTokens) << v;

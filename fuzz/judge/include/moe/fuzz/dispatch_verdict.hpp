@@ -51,19 +51,7 @@ std::optional<StatusFinding> judgeRefusal(const std::vector<DueStatus>& due, int
                                           const std::string& shape);
 // The due errors' reasons, "; "-separated.
 std::string dueReasons(const std::vector<DueStatus>& due);
-
-}  // namespace moe::fuzz
-
-namespace moe::fuzz {
-
-// Runs the dispatcher on the case and judges it.
-DispatchVerdict runAndJudgeDispatch(const Dispatcher& d, const DispatchCase& c,
-                                    DispatchOutput* out = nullptr);
-
-// Shrinks a violating case while the violation keeps its kind and tag: fewer tokens, a
-// smaller k, fewer experts, block 1, no capacity, empty slots, a plain max_rows; `seconds`
-// caps it. `c`, `out` and `v` become the smallest case found, its output and verdict.
-void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, DispatchVerdict& v,
-                    double seconds);
+// The due statuses by name, each once, " or "-separated.
+std::string dueNames(const std::vector<DueStatus>& due);
 
 }  // namespace moe::fuzz

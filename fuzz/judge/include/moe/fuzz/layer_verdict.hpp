@@ -108,27 +108,3 @@ LayerCaseResult judgeLayerOutput(const LayerCase& c, LayerOutput out, const Cont
                                  Judge& routeJudge, const LayerRerun& rerun);
 
 }  // namespace moe::fuzz
-
-namespace moe::fuzz {
-
-// The kernel called on the case (withRouting: ids and gates asked for) and its output
-// judged, with the kernel's own reruns for the experiments.
-LayerCaseResult runAndJudgeLayer(const LayerKernel& kernel, const LayerCase& c, bool withRouting,
-                                 Judge& routeJudge);
-
-// Shrinks a violating case (docs/fuzz.md "The layer door"): greedy, each step one smaller
-// case (the violating token alone, half the tokens, one token fewer, fewer slots k, fewer experts,
-// half or one fewer hidden and intermediate units, no family), kept when the kernel still shows the
-// same kind and tag; within `seconds`. `c` and `result` become the smallest case and its
-// result.
-void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, LayerCaseResult& result,
-                 Judge& routeJudge, double seconds);
-
-// The case cut to tokens [from, to), experts [0, n), hidden units [0, n), intermediate
-// units [0, n) (the weights cut to match; the family's bias to the experts kept).
-LayerCase layerTokens(const LayerCase& c, int32_t from, int32_t to);
-LayerCase layerExperts(const LayerCase& c, int32_t n);
-LayerCase layerHidden(const LayerCase& c, int32_t n);
-LayerCase layerIntermediate(const LayerCase& c, int32_t n);
-
-}  // namespace moe::fuzz

@@ -13,6 +13,7 @@
 
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/fuzz/dispatcher.hpp"
+#include "moe/fuzz/door_summary.hpp"
 #include "moe/fuzz/run_loop.hpp"
 #include "moe/fuzz/vectors.hpp"
 
@@ -22,28 +23,13 @@ struct DispatchCampaignOptions : RunOptions {
   DispatchDraw draw;
 };
 
-// One distinct fault (kind and tag), its count and its smallest shrunk reproducer.
-struct DispatchFinding {
-  ViolationKind kind = ViolationKind::kNone;
-  std::string tag, signature, reproducer, report;
-  uint64_t count = 0;
-  DispatchCase smallest, drawn;
-};
+using DispatchFinding = DoorFinding<DispatchCase>;
 
-struct DispatchSummary {
-  std::string impl;
-  uint64_t seed = 0;
-  double seconds = 0;
-  uint64_t cases = 0, passed = 0, abstained = 0, violationCases = 0;
-  uint64_t tokens = 0, slots = 0;  // of the cases judged inside the domain
-  uint64_t outsideDomain = 0;      // cases whose statuses were judged
-  std::map<std::string, uint64_t> slotBands, blocks, capacity, abstainReasons;
-  std::vector<DispatchFinding> findings;
-  uint64_t minTokens = 0;
-  bool interrupted = false;
-  nlohmann::json contract;
-  bool insufficientCoverage() const { return tokens < minTokens || abstained * 2 > cases; }
-  int exitCode() const { return !findings.empty() ? 1 : insufficientCoverage() ? 3 : 0; }
+// tokens (DoorSummary) and slots: of the cases judged inside the domain.
+struct DispatchSummary : DoorSummary<DispatchFinding> {
+  uint64_t slots = 0;
+  uint64_t outsideDomain = 0;  // cases whose statuses were judged
+  std::map<std::string, uint64_t> slotBands, blocks, capacity;
 };
 
 DispatchSummary runDispatchCampaign(const Dispatcher& d, const DispatchCampaignOptions& options);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/fuzz/door_summary.hpp"
 #include "moe/fuzz/layer_draw.hpp"
 #include "moe/fuzz/layer_kernel.hpp"
 #include "moe/fuzz/layer_verdict.hpp"
@@ -24,28 +25,11 @@ struct LayerCampaignOptions : RunOptions {
   LayerDraw draw;
 };
 
-// One distinct violation (kind and tag), its count and its smallest shrunk reproducer.
-struct LayerFinding {
-  ViolationKind kind = ViolationKind::kNone;
-  std::string tag, signature, reproducer, report;
-  uint64_t count = 0;
-  std::string smallest, drawn;  // the shapes (layerShapeText)
-};
+using LayerFinding = DoorFinding<std::string>;  // the shapes (layerShapeText)
 
-struct LayerSummary {
-  std::string impl;
-  uint64_t seed = 0;
-  double seconds = 0;
-  uint64_t cases = 0, passed = 0, acceptable = 0, abstained = 0, violationCases = 0;
-  uint64_t tokens = 0;  // tokens judged
-  std::map<std::string, uint64_t> styles, shapes, dtypes, routing, acceptableReasons,
-      abstainReasons;
-  std::vector<LayerFinding> findings;
-  uint64_t minTokens = 0;
-  bool interrupted = false;
-  nlohmann::json contract;
-  bool insufficientCoverage() const { return tokens < minTokens || abstained * 2 > cases; }
-  int exitCode() const { return !findings.empty() ? 1 : insufficientCoverage() ? 3 : 0; }
+struct LayerSummary : DoorSummary<LayerFinding> {
+  uint64_t acceptable = 0;
+  std::map<std::string, uint64_t> styles, shapes, dtypes, routing, acceptableReasons;
 };
 
 LayerSummary runLayerCampaign(const LayerKernel& kernel, const LayerCampaignOptions& options);

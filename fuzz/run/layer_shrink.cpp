@@ -1,10 +1,11 @@
 // Shrinking a layer violation: greedy, each step one smaller case, kept when the kernel
 // still shows the same kind and tag (delta debugging's rule: a change that keeps the
 // failure is not its cause).
+#include "moe/fuzz/layer_shrink.hpp"
+
 #include <algorithm>
 #include <chrono>
-
-#include "moe/fuzz/layer_verdict.hpp"
+#include <vector>
 
 namespace moe::fuzz {
 
@@ -25,16 +26,38 @@ LayerCase layerTokens(const LayerCase& c, int32_t from, int32_t to) {
   return s;
 }
 
+namespace {
+
+// The case's sizes, as indices into its arrays take them.
+struct Sizes {
+  size_t tokens, experts, hidden, intermediate;
+};
+Sizes sizesOf(const LayerCase& c) {
+  return {static_cast<size_t>(c.tokens), static_cast<size_t>(c.experts),
+          static_cast<size_t>(c.hidden), static_cast<size_t>(c.intermediate)};
+}
+
+// The first `keep` values of each of the `runs` runs of `stride` values in v: a row-major
+// array cut along its last axis (or, with a run per outer index, along an inner one).
+std::vector<float> firstOfEach(const std::vector<float>& v, size_t runs, size_t stride,
+                               size_t keep) {
+  std::vector<float> out;
+  out.reserve(runs * keep);
+  for (size_t r = 0; r < runs; ++r) {
+    const auto run = v.begin() + static_cast<int64_t>(r * stride);
+    out.insert(out.end(), run, run + static_cast<int64_t>(keep));
+  }
+  return out;
+}
+
+}  // namespace
+
 LayerCase layerExperts(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.experts = n;
-  const auto E = static_cast<size_t>(c.experts), N = static_cast<size_t>(n),
-             H = static_cast<size_t>(c.hidden), I = static_cast<size_t>(c.intermediate);
-  s.logits.clear();
-  for (int32_t t = 0; t < c.tokens; ++t) {
-    const auto row = c.logits.begin() + static_cast<int64_t>(t * E);
-    s.logits.insert(s.logits.end(), row, row + static_cast<int64_t>(N));
-  }
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
+  s.logits = firstOfEach(c.logits, T, E, N);
   s.w13.resize(N * 2 * I * H);
   s.w2.resize(N * H * I);
   if (s.family && !s.family->bias.empty()) s.family->bias.resize(N);
@@ -44,43 +67,21 @@ LayerCase layerExperts(const LayerCase& c, int32_t n) {
 LayerCase layerHidden(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.hidden = n;
-  const auto H = static_cast<size_t>(c.hidden), N = static_cast<size_t>(n),
-             I = static_cast<size_t>(c.intermediate), E = static_cast<size_t>(c.experts);
-  s.x.clear();
-  for (int32_t t = 0; t < c.tokens; ++t) {
-    const auto row = c.x.begin() + static_cast<int64_t>(t * H);
-    s.x.insert(s.x.end(), row, row + static_cast<int64_t>(N));
-  }
-  s.w13.clear();
-  for (size_t r = 0; r < E * 2 * I; ++r) {
-    const auto row = c.w13.begin() + static_cast<int64_t>(r * H);
-    s.w13.insert(s.w13.end(), row, row + static_cast<int64_t>(N));
-  }
-  s.w2.clear();
-  for (size_t e = 0; e < E; ++e) {
-    const auto rows = c.w2.begin() + static_cast<int64_t>(e * H * I);
-    s.w2.insert(s.w2.end(), rows, rows + static_cast<int64_t>(N * I));
-  }
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
+  s.x = firstOfEach(c.x, T, H, N);
+  s.w13 = firstOfEach(c.w13, E * 2 * I, H, N);
+  s.w2 = firstOfEach(c.w2, E, H * I, N * I);  // each expert's first n rows
   return s;
 }
 
 LayerCase layerIntermediate(const LayerCase& c, int32_t n) {
   LayerCase s = c;
   s.intermediate = n;
-  const auto H = static_cast<size_t>(c.hidden), N = static_cast<size_t>(n),
-             I = static_cast<size_t>(c.intermediate), E = static_cast<size_t>(c.experts);
-  s.w13.clear();
-  for (size_t e = 0; e < E; ++e) {
-    for (size_t half = 0; half < 2; ++half) {  // W1's first n rows, then W3's
-      const auto rows = c.w13.begin() + static_cast<int64_t>((e * 2 * I + half * I) * H);
-      s.w13.insert(s.w13.end(), rows, rows + static_cast<int64_t>(N * H));
-    }
-  }
-  s.w2.clear();
-  for (size_t r = 0; r < E * H; ++r) {
-    const auto row = c.w2.begin() + static_cast<int64_t>(r * I);
-    s.w2.insert(s.w2.end(), row, row + static_cast<int64_t>(N));
-  }
+  const auto [T, E, H, I] = sizesOf(c);
+  const auto N = static_cast<size_t>(n);
+  s.w13 = firstOfEach(c.w13, E * 2, I * H, N * H);  // W1's first n rows, then W3's
+  s.w2 = firstOfEach(c.w2, E * H, I, N);
   return s;
 }
 

@@ -1,11 +1,11 @@
 // Shrinking a dispatch violation: greedy, each step one change to the case, kept when the
 // kernel still shows the same kind and tag (delta debugging's rule: the change that keeps
 // the failure is not its cause).
+#include "moe/fuzz/dispatch_shrink.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
-
-#include "moe/fuzz/dispatch_verdict.hpp"
 
 namespace moe::fuzz {
 
