@@ -55,15 +55,13 @@ class FunctionDispatcher final : public Dispatcher {
   DispatchFn fn_;
 };
 
-// 10 s plus 50 ns per slot and row: a hang is a call that stops making progress, and a
-// naive kernel (one pass over the slots per expert) on the largest cases takes seconds.
-double defaultTimeout(const DispatchCase& c) {
-  const double slots = c.slots() > 0 && !c.nullIds ? static_cast<double>(c.ids.size()) : 0;
-  const double work = slots * std::max(1.0, std::min<double>(c.experts, 64)) + c.sortedEntries();
-  return 10.0 + 5e-8 * work;
-}
-
 }  // namespace
+
+double dispatchWatchdogSeconds(const DispatchCase& c) {
+  const double slots = c.slots() > 0 && !c.nullIds ? static_cast<double>(c.ids.size()) : 0;
+  const double naive = slots * std::max(1, c.experts);
+  return 60.0 + 2e-8 * naive + 5e-8 * (slots + static_cast<double>(c.sortedEntries()));
+}
 
 DispatchOutput Dispatcher::run(const DispatchCase& c) const {
   DispatchOutput out;
@@ -76,7 +74,7 @@ DispatchOutput Dispatcher::run(const DispatchCase& c) const {
       {"block_expert", out.blockExpert.data(), out.blockExpert.size() * 4, true, c.nullBlockExpert},
       {"rows", &out.rows, 4, true, c.nullRows},
   };
-  const DoorCall r = call(c, buffers, timeout_ > 0 ? timeout_ : defaultTimeout(c));
+  const DoorCall r = call(c, buffers, timeout_ > 0 ? timeout_ : dispatchWatchdogSeconds(c));
   out.status = r.status;
   out.fault = r.fault;
   out.stopped = r.stopped;

@@ -130,11 +130,13 @@ class LibraryLayer final : public LayerKernel {
   std::unique_ptr<Door> door_;
 };
 
-// 10 s plus 10 ns per multiply-add of a plain loop over the kept slots: a hang is a call
-// that stops making progress, not a slow one.
+// 60 s plus 10 ns per multiply-add of a plain loop over every expert: a hang is a call that
+// stops making progress, not a slow one, and a correct dense layer (forwardSpec as written:
+// every expert runs, the unkept ones weighted 0) does E / k times the sparse layer's work.
 double defaultTimeout(const LayerCase& c) {
-  const double work = double(c.tokens) * std::max(c.k, 1) * 3.0 * c.hidden * c.intermediate;
-  return 10.0 + 1e-8 * work;
+  const double experts = std::max({c.k, c.experts, 1});
+  const double work = double(c.tokens) * experts * 3.0 * c.hidden * c.intermediate;
+  return 60.0 + 1e-8 * work;
 }
 
 Contract layerContractOf(std::string_view text) {

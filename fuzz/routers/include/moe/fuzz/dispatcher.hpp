@@ -55,6 +55,12 @@ class Dispatcher {
   mutable double timeout_ = 0;
 };
 
+// The watchdog of a call without --call-timeout: 60 s plus 20 ns per (slot, expert) plus
+// 50 ns per slot and row. A hang is a call that stops making progress, not a slow one: a
+// correct but naive kernel (one pass over the slots per expert, O(T k E)) takes seconds at
+// E = 3,324, T k = 261,763 on a loaded host, and a fixed 10 s called it a hang.
+double dispatchWatchdogSeconds(const DispatchCase& c);
+
 inline constexpr std::string_view kDispatchSymbol = "moe_dispatch_v1";
 
 // True when the library exports moe_dispatch_v1 (the command picks the dispatch door by it).
