@@ -68,9 +68,7 @@ void softmaxScores(std::span<const float> x, FamilyRow& r) {
 // roundings.
 void sigmoidScores(std::span<const float> x, FamilyRow& r) {
   for (size_t i = 0; i < x.size(); ++i) {
-    r.s[i] = x[i] == -INFINITY  ? 0.0
-             : x[i] == INFINITY ? 1.0
-                                : 1.0 / (1.0 + std::exp(-double{x[i]}));
+    r.s[i] = sigmoid64(x[i]);
     r.serr[i] = r.s[i] * 0x1p-50 + kAbsNormal;
   }
 }
@@ -189,6 +187,27 @@ void groupsOf(const FamilyRow& r, const Family& f, int32_t E, Groups& g) {
     g.err[h] = err;
     g.form[h] = form;
   }
+}
+
+double sigmoidGroupScore64(std::span<const float> x, const Family& f, int32_t h, int32_t size) {
+  const bool bias = !f.bias.empty();
+  const bool top2 = isTop2Sum(f) && size >= 2;
+  // groupsOf sums its first m members by key, largest first, from 0: the two largest keys
+  // (the largest twice when it occurs twice).
+  double first = -kInf, second = -kInf;
+  for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+    const double c = sigmoid64(x[i]) + (bias ? double{f.bias[i]} : 0.0);
+    if (c > first) {
+      second = first;
+      first = c;
+    } else if (c > second) {
+      second = c;
+    }
+  }
+  double s = 0;
+  s += first;
+  if (top2) s += second;
+  return s;
 }
 
 void doubleBands(const FamilyRow& r, const Groups* gr, const Family& f, SelectionBands& b) {

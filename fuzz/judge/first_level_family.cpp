@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "family_bands.hpp"
 #include "moe/fuzz/first_level.hpp"
 #include "moe/fuzz/first_level_simd.hpp"
 #include "moe/fuzz/float_bits.hpp"
@@ -24,7 +25,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // level's c64 plus twice the ladder's own error bound on its c (its bands reach that far
 // from the real key), plus the ulps its bands round outward by.
 struct Row {
-  std::vector<double> t, s, serr, c, radius, beta;
+  std::vector<double> t, s, serr, c, radius;
   double m = 0;
 };
 
@@ -57,18 +58,15 @@ void scores(std::span<const float> x, const Family& f, Row& r) {
   }
 }
 
-// Keys, radii and an upper bound of each key's binary32 budget (keyBudget of the ladder, at
-// the upper ends of s and |c|, with its error term): first_level_simd's keyBands. The
-// radius of c is |c64 - c| for this level's c64 (cerr: serr, and a rounding of s + b) plus
-// twice the ladder's own error bound on its c (verdict_family.cpp's evaluate: s
-// (t + 2E + 8) 2^-52 or s 2^-50, plus 2^-1022; |c| 2^-52 with a bias), plus the ulps its
-// bands round outward by.
-void keys(const Family& f, double cUlp, Row& r) {
+// Keys and their radii: first_level_simd's keyBands. The radius of c is |c64 - c| for this level's
+// c64 (cerr: serr, and a rounding of s + b) plus twice the ladder's own error bound on its c
+// (verdict_family.cpp's evaluate: s (t + 2E + 8) 2^-52 or s 2^-50, plus 2^-1022; |c| 2^-52 with a
+// bias), plus the ulps its bands round outward by.
+void keys(const Family& f, Row& r) {
   const size_t E = r.s.size();
   r.c.resize(E);
   r.radius.resize(E);
-  r.beta.resize(E);
-  keyBands({r.t, r.s, r.serr, f.bias, f.score, cUlp}, r.c, r.radius, r.beta);
+  keyBands({r.t, r.s, r.serr, f.bias, f.score}, r.c, r.radius);
 }
 
 uint64_t formOf(float x, float b) {
@@ -120,18 +118,35 @@ std::vector<uint64_t> groupForms(std::span<const float> x, const Family& f, cons
   return {std::min(fBest, fSecond), std::max(fBest, fSecond)};
 }
 
-// Group scores of a row with their radii (keptGroups): with gamma (lo, hi), without it
-// (tight), and a lower bound of the ladder's gamma.
+// Group scores of a row (keptGroups) with their radii without gamma (tight), and a lower
+// bound of the ladder's gamma.
 struct GroupBands {
-  std::span<const double> lo, hi, score, best, second, tight, gammaLow;
+  std::span<const double> score, best, second, tight, gammaLow;
 };
 
-// The boundary between the topk_groups kept groups and the rest decided by exact ties: the
-// groups ordered by score, equal scores by index; every kept group q and left-out group h
-// either apart by more than both radii with gamma, or q < h with the same key forms (equal
-// real scores, equal binary64 scores in both levels) and the ladder's gammas wider than
-// both radii without them, so that neither can beat the other beyond the budget in any
-// band the ladder draws. Reorders `order` so that its first t are the kept groups.
+// Kept group q and left-out group h whose scores this level cannot order: neither can beat
+// the other beyond the budget in any band the ladder draws (the ladder's gammas, at least
+// gammaLow each, wider than their distance and both radii), and, for sigmoid scores, the
+// ladder's own binary64 scores (sigmoidGroupScore64, computed as it does) put q first: above
+// h, or equal with q < h. Then the ladder counts h neither above q nor tied before it.
+bool nearTieHeld(std::span<const float> x, const Family& f, const GroupBands& g, int32_t q,
+                 int32_t h, int32_t size) {
+  if (f.score != ScoreFunction::kSigmoid) return false;
+  if (!(g.gammaLow[q] + g.gammaLow[h] >
+        std::fabs(g.score[q] - g.score[h]) + g.tight[q] + g.tight[h])) {
+    return false;
+  }
+  const double sq = sigmoidGroupScore64(x, f, q, size), sh = sigmoidGroupScore64(x, f, h, size);
+  return sq > sh || (sq == sh && q < h);
+}
+
+// The boundary between the topk_groups kept groups and the rest: the groups ordered by
+// score, equal scores by index; every kept group q and left-out group h either apart by
+// more than both radii without gamma (the ladder's binary64 scores then order them the same
+// way, whatever their budgets), or q < h with the same key forms (equal real scores, equal
+// binary64 scores in both levels) and the ladder's gammas wider than both radii, so that
+// neither can beat the other beyond the budget in any band the ladder draws, or held as
+// nearTieHeld says. Reorders `order` so that its first t are the kept groups.
 bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, const GroupBands& g,
                        int32_t t, int32_t size, bool top2, std::vector<int32_t>& order) {
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -153,23 +168,29 @@ bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, 
     const int32_t q = order[a];
     for (int32_t b = t; b < G; ++b) {
       const int32_t h = order[b];
-      if (g.lo[q] > g.hi[h]) continue;
-      if (!(g.score[q] == g.score[h] && q < h)) return false;
-      if (!(g.gammaLow[q] + g.gammaLow[h] > g.tight[q] + g.tight[h])) return false;
-      const auto& fq = formsOf(q);
-      if (fq.empty() || fq != formsOf(h)) return false;
+      if (g.score[q] - g.tight[q] > g.score[h] + g.tight[h]) continue;
+      if (g.score[q] == g.score[h] && q < h &&
+          g.gammaLow[q] + g.gammaLow[h] > g.tight[q] + g.tight[h]) {
+        const auto& fq = formsOf(q);
+        if (!fq.empty() && fq == formsOf(h)) continue;
+      }
+      if (!nearTieHeld(x, f, g, q, h, size)) return false;
     }
   }
   return true;
 }
 
-// The groups the spec keeps whatever the rounding: the topk_groups best by this level's
-// group scores, apart from every other group by more than both groups' radii (the radius of
-// a group score: its error here, twice the ladder's, and its binary32 budget gamma), or, at
-// the boundary, tied exactly with a group of higher index that is left out (the same forms:
-// the spec keeps the lower index, and both levels see the two scores equal). False when
-// neither holds or the router keeps an expert outside them; else `eligible` marks the
-// experts of the kept groups.
+// The groups the ladder ranks first: the topk_groups best by this level's group scores,
+// apart from every other group by more than both groups' radii (the radius of a group
+// score: its error here and twice the ladder's), or, at the boundary, tied exactly with a
+// group of higher index that is left out (the same forms: the spec keeps the lower index,
+// and both levels see the two scores equal), or held as nearTieHeld says. The ladder then
+// finds no left-out group above a kept one and none that perhaps beats one beyond the
+// budget, so every left-out group's experts are out of its comparisons; a kept group the
+// router keeps no expert of may be in or out there (its budget decides), and its experts
+// are held to the kept keys as eligible ones, which covers both. False when none of these
+// holds or the router keeps an expert outside them; else `eligible` marks the experts of
+// the kept groups.
 bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
                 std::vector<uint8_t>& eligible) {
   const auto E = static_cast<int32_t>(r.c.size());
@@ -178,25 +199,20 @@ bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::sp
   if (G <= 1 || f.topkGroups >= G) return true;
   const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
   const double m = top2 ? 2.0 : 1.0;
-  thread_local std::vector<double> lo, hi, score, best, second, tight, gammaLow;
+  thread_local std::vector<double> score, best, second, tight, gammaLow;
   thread_local std::vector<int32_t> order;
-  for (auto* v : {&lo, &hi, &score, &best, &second, &tight, &gammaLow}) {
+  for (auto* v : {&score, &best, &second, &tight, &gammaLow}) {
     v->resize(static_cast<size_t>(G));
   }
   order.resize(static_cast<size_t>(G));
   for (int32_t h = 0; h < G; ++h) {
     const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
-    const GroupTop top = groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n),
-                                  std::span(r.beta).subspan(at, n));
-    const double radius = top.radius, beta = top.beta;
+    const GroupTop top =
+        groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n));
+    const double radius = top.radius;
     score[h] = top2 ? top.best + top.second : top.best;
     best[h] = top.best;
     second[h] = top.second;
-    double gamma = m * beta;
-    if (top2) gamma += kU32 * (std::fabs(score[h]) + m * radius) + kTiny32;
-    const double rad = (m * radius + gamma + std::fabs(score[h]) * 0x1p-48) * (1 + 0x1p-20);
-    lo[h] = score[h] - rad;
-    hi[h] = score[h] + rad;
     // Without gamma: this level's error and twice the ladder's. The ladder's gamma is at
     // least u |score| (each key's budget is at least u |c|: u p, u s or u |s + b|, and a
     // top-2 sum takes the two largest budgets of the group) and 2^-148; half of it is
@@ -207,19 +223,18 @@ bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::sp
   }
   const int32_t t = f.topkGroups;
   std::nth_element(order.begin(), order.begin() + (t - 1), order.end(),
-                   [&](int32_t a, int32_t b) { return lo[a] + hi[a] > lo[b] + hi[b]; });
+                   [&](int32_t a, int32_t b) { return score[a] > score[b]; });
   double keptLo = kInf, restHi = -kInf;
   for (int32_t q = 0; q < G; ++q) {
     const int32_t h = order[q];
     if (q < t) {
-      keptLo = std::min(keptLo, lo[h]);
+      keptLo = std::min(keptLo, score[h] - tight[h]);
     } else {
-      restHi = std::max(restHi, hi[h]);
+      restHi = std::max(restHi, score[h] + tight[h]);
     }
   }
   if (!(keptLo > restHi) &&
-      !tiedAtTheBoundary(x, f, r, {lo, hi, score, best, second, tight, gammaLow}, t, size, top2,
-                         order))
+      !tiedAtTheBoundary(x, f, r, {score, best, second, tight, gammaLow}, t, size, top2, order))
     return false;
   for (int32_t q = t; q < G; ++q) {
     const int32_t h = order[q];
@@ -421,7 +436,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   double keptMax = 0;
   for (int32_t e : S) keptMax = std::max(keptMax, r.s[e] - r.serr[e]);
   if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return Decided::kNo;
-  keys(f, contract.expMaxUlp, r);
+  keys(f, r);
   if (!keptGroups(x, f, r, S, eligible)) return Decided::kNo;
   if (!keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank)) {
     return Decided::kNo;
