@@ -190,13 +190,12 @@ void groupsOf(const FamilyRow& r, const Family& f, int32_t E, Groups& g) {
 }
 
 double sigmoidGroupScore64(std::span<const float> x, const Family& f, int32_t h, int32_t size) {
-  const bool bias = !f.bias.empty();
   const bool top2 = isTop2Sum(f) && size >= 2;
   // groupsOf sums its first m members by key, largest first, from 0: the two largest keys
   // (the largest twice when it occurs twice).
   double first = -kInf, second = -kInf;
   for (int32_t i = h * size; i < (h + 1) * size; ++i) {
-    const double c = sigmoid64(x[i]) + (bias ? double{f.bias[i]} : 0.0);
+    const double c = sigmoidKey64(x, f, i);
     if (c > first) {
       second = first;
       first = c;

@@ -43,6 +43,11 @@ inline double sigmoid64(float x) {
   return x == -INFINITY ? 0.0 : x == INFINITY ? 1.0 : 1.0 / (1.0 + std::exp(-double{x}));
 }
 
+// The binary64 key evaluateRow gives expert i of a sigmoid row: sigmoid64 plus the bias.
+inline double sigmoidKey64(std::span<const float> x, const Family& f, int32_t i) {
+  return sigmoid64(x[i]) + (f.bias.empty() ? 0.0 : double{f.bias[i]});
+}
+
 // The binary64 group score that evaluateRow and groupsOf give group h of a sigmoid row,
 // bit for bit (the same operations on the same values), without the rest of the row: the
 // first level asks it of the few groups whose order its own bounds cannot tell.

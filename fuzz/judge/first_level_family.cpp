@@ -27,6 +27,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Row {
   std::vector<double> t, s, serr, c, radius;
   double m = 0;
+  // Per group (keptGroups): the group score, its keys' largest radius, and the radius of
+  // the score with the group's binary32 budget gamma (groupRadius; NaN until asked).
+  std::vector<double> gScore, gKeyRadius, gRadius;
 };
 
 void scores(std::span<const float> x, const Family& f, Row& r) {
@@ -191,7 +194,7 @@ bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, 
 // are held to the kept keys as eligible ones, which covers both. False when none of these
 // holds or the router keeps an expert outside them; else `eligible` marks the experts of
 // the kept groups.
-bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
+bool keptGroups(std::span<const float> x, const Family& f, Row& r, std::span<const int32_t> S,
                 std::vector<uint8_t>& eligible) {
   const auto E = static_cast<int32_t>(r.c.size());
   const int32_t G = f.groups, size = E / G;
@@ -199,17 +202,20 @@ bool keptGroups(std::span<const float> x, const Family& f, const Row& r, std::sp
   if (G <= 1 || f.topkGroups >= G) return true;
   const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
   const double m = top2 ? 2.0 : 1.0;
-  thread_local std::vector<double> score, best, second, tight, gammaLow;
+  thread_local std::vector<double> best, second, tight, gammaLow;
   thread_local std::vector<int32_t> order;
-  for (auto* v : {&score, &best, &second, &tight, &gammaLow}) {
+  std::vector<double>& score = r.gScore;
+  for (auto* v : {&score, &best, &second, &tight, &gammaLow, &r.gKeyRadius}) {
     v->resize(static_cast<size_t>(G));
   }
+  r.gRadius.assign(static_cast<size_t>(G), std::numeric_limits<double>::quiet_NaN());
   order.resize(static_cast<size_t>(G));
   for (int32_t h = 0; h < G; ++h) {
     const auto at = static_cast<size_t>(h * size), n = static_cast<size_t>(size);
     const GroupTop top =
         groupTop(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n));
     const double radius = top.radius;
+    r.gKeyRadius[h] = radius;
     score[h] = top2 ? top.best + top.second : top.best;
     best[h] = top.best;
     second[h] = top.second;
@@ -279,19 +285,111 @@ bool displacedHeld(std::span<const float> x, const Family& f, const Row& r,
   return true;
 }
 
+// An upper bound of the ladder's binary32 budget of sigmoid key i (family_bands' keyBudget
+// at the upper ends of s and |c|, with its error term and the roundings of its bands).
+double sigmoidKeyBudgetHigh(const Family& f, const Row& r, double cUlp, int32_t i) {
+  const double u = kU32, tiny = kTiny32;
+  const double sUp = r.s[i] + r.serr[i];
+  double beta = (2 * cUlp + 4) * u * sUp + (cUlp + 2) * tiny +
+                (r.s[i] - r.serr[i] < 0x1p-125 ? 0x1p-126 : 0.0);
+  if (!f.bias.empty()) {
+    const double ac = std::fabs(r.c[i]);
+    const double cUp = ac + r.serr[i] + ac * 0x1p-53;
+    beta = beta * (1 + u) + u * cUp + tiny;
+  }
+  return beta * (1 + 0x1p-20) + 0x1p-1000;
+}
+
+// The radius of group h's score with its budget gamma (an upper bound of the ladder's: the
+// group's largest key budget, twice for a top-2 sum with the sum's rounding): the ladder's
+// bands around the score lie within it. Computed on first use.
+double groupRadius(const Family& f, Row& r, double cUlp, int32_t h, int32_t size) {
+  if (!std::isnan(r.gRadius[h])) return r.gRadius[h];
+  const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
+  const double m = top2 ? 2.0 : 1.0;
+  double beta = 0;
+  for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+    beta = std::max(beta, sigmoidKeyBudgetHigh(f, r, cUlp, i));
+  }
+  const double score = r.gScore[h], radius = r.gKeyRadius[h];
+  double gamma = m * beta;
+  if (top2) gamma += kU32 * (std::fabs(score) + m * radius) + kTiny32;
+  r.gRadius[h] = (m * radius + gamma + std::fabs(score) * 0x1p-48) * (1 + 0x1p-20);
+  return r.gRadius[h];
+}
+
+// Group a (sigmoid scores, one of the kept ones) beats every left-out group beyond the budget
+// in every band the ladder draws: the ladder keeps it whatever the rounding (its state 2),
+// so its experts are among the displaced eligible ones it compares.
+bool surelyKept(const Family& f, Row& r, double cUlp, const std::vector<uint8_t>& eligible,
+                int32_t a, int32_t size) {
+  double lo = std::numeric_limits<double>::quiet_NaN();
+  for (int32_t h = 0; h < f.groups; ++h) {
+    if (eligible[h * size]) continue;
+    if (std::isnan(lo)) lo = r.gScore[a] - groupRadius(f, r, cUlp, a, size);
+    if (!(lo > r.gScore[h] + groupRadius(f, r, cUlp, h, size))) return false;
+  }
+  return true;
+}
+
+// How the selection's keys stand in the ladder: not known here, or every check passed with
+// no near tie, or a near tie of keys (an eligible displaced key above the lowest kept key
+// in the ladder's binary64, within the budget): the ladder's "near-tie-keys", or, with rank
+// order, a slot's key below the next one's in the ladder's binary64, within the budget, and
+// no near tie of keys: its "near-tie-order". kMaybeTie: a key that is a near tie if the
+// ladder compares it, which its group's budget decides.
+enum class Keys { kUnknown, kApart, kNearTie, kNearTieOrder, kMaybeTie };
+
+// Keys i and j within each other's budget beyond their distance and both radii: the ladder
+// finds neither beating the other beyond the budget, nor perhaps.
+bool withinBudget(const Row& r, int32_t i, int32_t j) {
+  return betaLow(r, i) + betaLow(r, j) > std::fabs(r.c[j] - r.c[i]) + r.radius[i] + r.radius[j];
+}
+
+// An eligible displaced key j that is neither below the kept keys by both radii nor held by
+// a kept key's identity: for sigmoid scores, known when j is within the budget of every
+// kept key (beyond their distance and both radii: the ladder finds it beating none beyond
+// the budget, nor perhaps) and no kept key of j's form has a higher index (no exact tie owed
+// to j). Then the ladder's own binary64 key of j (sigmoidKey64, computed as it does) against
+// the ladder's lowest kept key says whether the ladder counts a near tie: not above it,
+// none (kApart); above it, one (kNearTie) when the ladder surely compares j (its group is
+// one the router keeps, or one it keeps whatever the rounding: surelyKept), else perhaps
+// (kMaybeTie). keptMin64: that lowest kept key, computed on first use (NaN before).
+Keys nearKey(std::span<const float> x, const Family& f, Row& r, std::span<const int32_t> S,
+             int32_t j, bool routerGroup, const std::vector<uint8_t>& eligible, double cUlp,
+             double& keptMin64) {
+  if (f.score != ScoreFunction::kSigmoid) return Keys::kUnknown;
+  const bool bias = !f.bias.empty();
+  const uint64_t formJ = formOf(x[j], bias ? f.bias[j] : 0.0f);
+  for (int32_t i : S) {
+    if (!(r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) && !withinBudget(r, i, j)) {
+      return Keys::kUnknown;
+    }
+    if (i > j && formOf(x[i], bias ? f.bias[i] : 0.0f) == formJ) return Keys::kUnknown;
+  }
+  if (std::isnan(keptMin64)) {
+    keptMin64 = kInf;
+    for (int32_t i : S) keptMin64 = std::min(keptMin64, sigmoidKey64(x, f, i));
+  }
+  if (sigmoidKey64(x, f, j) <= keptMin64) return Keys::kApart;
+  const int32_t size = static_cast<int32_t>(x.size()) / f.groups;
+  if (routerGroup || surelyKept(f, r, cUlp, eligible, j / size, size)) return Keys::kNearTie;
+  return Keys::kMaybeTie;
+}
+
 // Kept keys above every eligible displaced key by more than both radii (or held as
-// displacedHeld says); with rank order, each slot's key above the next one's the same way
-// (or exactly equal keys in index order, or equal binary64 keys of different forms within
-// each other's budget).
-bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::span<const int32_t> S,
-               const std::vector<uint8_t>& eligible, bool rankOrder) {
+// displacedHeld says, or known as nearKey says); with rank order, each slot's key above the
+// next one's the same way (or exactly equal keys in index order, or equal binary64 keys of
+// different forms within each other's budget).
+Keys keysApart(std::span<const float> x, const Family& f, Row& r, std::span<const int32_t> S,
+               const std::vector<uint8_t>& eligible, bool rankOrder, double cUlp) {
   double keptLo = kInf;
   for (int32_t i : S) keptLo = std::min(keptLo, r.c[i] - r.radius[i]);
   const auto E = static_cast<int32_t>(x.size());
   const int32_t groups = f.groups, size = E / groups;
   // Every kept key is not below keptLo; so the eligible ones not below it (the kept groups,
   // each a run of experts, counted by a vector scan) must be the kept ones alone, or each
-  // other one held.
+  // other one held or known.
   size_t notBelow = 0;
   for (int32_t h = 0; h < groups; ++h) {
     if (!eligible[h * size]) continue;
@@ -299,27 +397,48 @@ bool keysApart(std::span<const float> x, const Family& f, const Row& r, std::spa
     notBelow +=
         countNotBelow(std::span(r.c).subspan(at, n), std::span(r.radius).subspan(at, n), keptLo);
   }
+  // A near tie the ladder surely counts makes the token's reason whatever the others are
+  // (each within the budget: no violation, nothing undecided); without one, a key it
+  // perhaps counts leaves the token to it.
+  bool nearTie = false, maybeTie = false;
   if (notBelow != S.size()) {
-    thread_local std::vector<uint8_t> kept;
+    thread_local std::vector<uint8_t> kept, routerGroup;
     kept.assign(static_cast<size_t>(E), 0);
-    for (int32_t i : S) kept[i] = 1;
+    routerGroup.assign(static_cast<size_t>(groups), 0);
+    for (int32_t i : S) {
+      kept[i] = 1;
+      routerGroup[i / size] = 1;
+    }
+    double keptMin64 = std::numeric_limits<double>::quiet_NaN();
     for (int32_t j = 0; j < E; ++j) {
       if (!eligible[j] || kept[j] || r.c[j] + r.radius[j] < keptLo) continue;
-      if (!displacedHeld(x, f, r, S, j)) return false;
+      if (displacedHeld(x, f, r, S, j)) continue;
+      const Keys k = nearKey(x, f, r, S, j, routerGroup[j / size] != 0, eligible, cUlp, keptMin64);
+      if (k == Keys::kUnknown) return k;
+      nearTie = nearTie || k == Keys::kNearTie;
+      maybeTie = maybeTie || k == Keys::kMaybeTie;
     }
   }
-  if (!rankOrder) return true;
+  if (maybeTie && !nearTie) return Keys::kUnknown;
+  const Keys result = nearTie ? Keys::kNearTie : Keys::kApart;
+  if (!rankOrder) return result;
+  // Slot order: a pair of consecutive slots within each other's budget is a near tie of the
+  // order when the ladder's own binary64 keys (sigmoid scores) put the second above the
+  // first; the first such pair gives the reason, unless a near tie of keys came before.
   const bool bias = !f.bias.empty();
+  Keys order = Keys::kApart;
   for (size_t s = 0; s + 1 < S.size(); ++s) {
     const int32_t i = S[s], j = S[s + 1];
     if (formOf(x[i], bias ? f.bias[i] : 0.0f) == formOf(x[j], bias ? f.bias[j] : 0.0f)) {
-      if (j < i) return false;
+      if (j < i) return Keys::kUnknown;
       continue;
     }
     if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
-    if (!equalWithinBudget(x, f, r, i, j)) return false;
+    if (equalWithinBudget(x, f, r, i, j)) continue;
+    if (f.score != ScoreFunction::kSigmoid || !withinBudget(r, i, j)) return Keys::kUnknown;
+    if (sigmoidKey64(x, f, j) > sigmoidKey64(x, f, i)) order = Keys::kNearTieOrder;
   }
-  return true;
+  return result == Keys::kApart ? order : result;
 }
 
 // Every gate within its budget without the spec32 term (which only adds), as the ladder's
@@ -438,13 +557,14 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   if (f.renormalize == 1 && !(keptMax * kSafety > 0x1p-100)) return Decided::kNo;
   keys(f, r);
   if (!keptGroups(x, f, r, S, eligible)) return Decided::kNo;
-  if (!keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank)) {
-    return Decided::kNo;
-  }
+  const Keys keys =
+      keysApart(x, f, r, S, eligible, contract.slotOrder == SlotOrder::kRank, contract.expMaxUlp);
+  if (keys == Keys::kUnknown) return Decided::kNo;
   if (!gatesWithin(f, r, S, gates.first(static_cast<size_t>(n)), contract, config)) {
     return Decided::kNo;
   }
-  return Decided::kExact;
+  if (keys == Keys::kNearTie) return Decided::kNearTieKeys;
+  return keys == Keys::kNearTieOrder ? Decided::kNearTieOrder : Decided::kExact;
 }
 
 }  // namespace moe::fuzz::first

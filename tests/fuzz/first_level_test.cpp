@@ -174,18 +174,20 @@ void judgeBothWays(const Case& c, const RouteOutput& out, const Contract& contra
   tally.firstLevel += onLevels.firstLevel;
 }
 
+// contract: the router's, or (when given) one that draws other families (a recipe's).
 void compareOn(const Router& router, int cases, uint64_t seed, const ShapeSpace& shapes,
-               Tally& tally) {
+               Tally& tally, const Contract* contract = nullptr) {
   SeededSource source(seed);
   std::mt19937_64 rng(seed);
+  const Contract& drawn = contract ? *contract : router.contract();
   for (int i = 0; i < cases; ++i) {
-    const Case c = routerCase(source, router.contract(), shapes);
+    const Case c = routerCase(source, drawn, shapes);
     if (c.family && !familyInvalidReason(*c.family, c.experts).empty()) continue;
     RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads,
                                    c.family ? &*c.family : nullptr);
     if (out.fault || out.abstained) continue;
     perturb(out, c, rng);
-    judgeBothWays(c, out, router.contract(), router.name(), tally);
+    judgeBothWays(c, out, drawn, router.name(), tally);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -312,6 +314,40 @@ TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
   EXPECT_GT(tally.firstLevel, tally.tokens / 4);
   EXPECT_GT(tally.violations, 1000u);
   EXPECT_GT(tally.acceptable, 1000u);
+}
+
+// DeepSeek-V3's family (sigmoid, bias, 8 groups, the best 4 by top-2 sums, E = 256, k = 8)
+// on the fuzzer's whole mix of rows at that shape: planted ties of keys and groups,
+// saturated scores, near ties within the budget, model-like rows. Here the first level
+// decides near ties by the ladder's own binary64 keys and group scores, and the acceptable
+// near ties of keys as the ladder names them; every verdict must still be the ladder's.
+TEST(FirstLevel, SameVerdictsAsTheLadderAtDeepSeekV3) {
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(makeSpec32Router(true));
+  RouterOptions v2;
+  v2.abi = std::string(kAbiV2);
+  for (const std::string& name : builtinRouterNamesV2()) {
+    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name, v2));
+  }
+  ShapeSpace shapes;
+  shapes.experts = IntSet::ofValues({256});
+  shapes.k = IntSet::ofValues({8});
+  shapes.tokens = IntSet::ofValues({16});
+  shapes.tokensGiven = true;
+  Tally tally;
+  uint64_t seed = test::testSeed() + 2000;
+  const int each = 6000 / static_cast<int>(routers.size());
+  for (const auto& r : routers) {
+    Contract contract = r->contract();
+    contract.families = familiesOfRecipes("deepseek-v3", "recipe");
+    compareOn(*r, each, seed++, shapes, tally, &contract);
+    if (HasFatalFailure()) return;
+  }
+  report("deepseek-v3", tally);
+  EXPECT_GT(tally.cases, 5000u);
+  EXPECT_GT(tally.firstLevel, tally.tokens * 9 / 10);
+  EXPECT_GT(tally.acceptable, tally.tokens / 50);
+  EXPECT_GT(tally.violations, 100u);
 }
 
 }  // namespace
