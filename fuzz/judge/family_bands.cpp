@@ -189,12 +189,12 @@ void groupsOf(const FamilyRow& r, const Family& f, int32_t E, Groups& g) {
   }
 }
 
-double sigmoidGroupScore64(std::span<const float> x, const Family& f, int32_t h, int32_t size) {
-  const bool top2 = isTop2Sum(f) && size >= 2;
+double sigmoidGroupScore64(std::span<const float> x, const Family& f,
+                           std::span<const int32_t> members, bool top2) {
   // groupsOf sums its first m members by key, largest first, from 0: the two largest keys
   // (the largest twice when it occurs twice).
   double first = -kInf, second = -kInf;
-  for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+  for (int32_t i : members) {
     const double c = sigmoidKey64(x, f, i);
     if (c > first) {
       second = first;

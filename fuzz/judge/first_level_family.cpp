@@ -32,15 +32,14 @@ struct Row {
   std::vector<double> gScore, gKeyRadius, gRadius;
 };
 
-void scores(std::span<const float> x, const Family& f, Row& r) {
+// The row's scores; for sigmoid scores, true when a logit is NaN (their pass finds it), for
+// softmax false (a real row is the caller's to check first).
+bool scores(std::span<const float> x, const Family& f, Row& r) {
   const size_t E = x.size();
   r.t.resize(E);
   r.s.resize(E);
   r.serr.resize(E);
-  if (f.score == ScoreFunction::kSigmoid) {
-    sigmoidScores(x, r.t, r.s, r.serr);
-    return;
-  }
+  if (f.score == ScoreFunction::kSigmoid) return sigmoidScores(x, r.t, r.s, r.serr);
   float m = x[0];
   for (float v : x) m = std::max(m, v);
   r.m = m;
@@ -59,6 +58,7 @@ void scores(std::span<const float> x, const Family& f, Row& r) {
     r.s[i] /= D;
     r.serr[i] = r.s[i] * (own + 2 * sumRel + 0x1p-52) + 2 * kExpAbs;
   }
+  return false;
 }
 
 // Keys and their radii: first_level_simd's keyBands. The radius of c is |c64 - c| for this level's
@@ -121,26 +121,52 @@ std::vector<uint64_t> groupForms(std::span<const float> x, const Family& f, cons
   return {std::min(fBest, fSecond), std::max(fBest, fSecond)};
 }
 
-// Group scores of a row (keptGroups) with their radii without gamma (tight), and a lower
-// bound of the ladder's gamma.
+// Group scores of a row (keptGroups) with their radii without gamma (tight), and the
+// largest radius of each group's keys; m: the keys a score sums (1, or 2 for a top-2 sum).
 struct GroupBands {
-  std::span<const double> score, best, second, tight, gammaLow;
+  std::span<const double> score, best, second, tight, keyRadius;
+  double m;
 };
+
+// A lower bound of the ladder's gamma of group h: it is at least u |score| (each key's
+// budget is at least u |c|: u p, u s or u |s + b|, and a top-2 sum takes the two largest
+// budgets of the group) and 2^-148; half of it is taken, which covers its own roundings and
+// the keys' distance to this level's.
+double gammaLow(const GroupBands& g, int32_t h) {
+  return 0.5 * kU32 * std::max(std::fabs(g.score[h]) - g.m * g.keyRadius[h], 0.0) + kTiny32;
+}
+
+// The ladder's binary64 score of group h (sigmoidGroupScore64) from the members that may be
+// among its best: those not below the group's second key by both radii (the keys holding
+// the best and second values lie above every other one in the ladder's binary64 too).
+double ladderGroupScore(std::span<const float> x, const Family& f, const Row& r,
+                        const GroupBands& g, int32_t h, int32_t size) {
+  thread_local std::vector<int32_t> members;
+  members.clear();
+  const double floor = g.second[h] - g.keyRadius[h];
+  for (int32_t i = h * size; i < (h + 1) * size; ++i) {
+    if (!(r.c[i] + r.radius[i] < floor)) members.push_back(i);
+  }
+  return sigmoidGroupScore64(x, f, members, g.m == 2.0);
+}
 
 // Kept group q and left-out group h whose scores this level cannot order: neither can beat
 // the other beyond the budget in any band the ladder draws (the ladder's gammas, at least
 // gammaLow each, wider than their distance and both radii), and, for sigmoid scores, the
-// ladder's own binary64 scores (sigmoidGroupScore64, computed as it does) put q first: above
+// ladder's own binary64 scores (ladderGroupScore, computed as it does) put q first: above
 // h, or equal with q < h. Then the ladder counts h neither above q nor tied before it.
-bool nearTieHeld(std::span<const float> x, const Family& f, const GroupBands& g, int32_t q,
-                 int32_t h, int32_t size) {
+// score64: the ladder's group scores known so far (NaN: not yet).
+bool nearTieHeld(std::span<const float> x, const Family& f, const Row& r, const GroupBands& g,
+                 int32_t q, int32_t h, int32_t size, std::vector<double>& score64) {
   if (f.score != ScoreFunction::kSigmoid) return false;
-  if (!(g.gammaLow[q] + g.gammaLow[h] >
+  if (!(gammaLow(g, q) + gammaLow(g, h) >
         std::fabs(g.score[q] - g.score[h]) + g.tight[q] + g.tight[h])) {
     return false;
   }
-  const double sq = sigmoidGroupScore64(x, f, q, size), sh = sigmoidGroupScore64(x, f, h, size);
-  return sq > sh || (sq == sh && q < h);
+  for (int32_t a : {q, h}) {
+    if (std::isnan(score64[a])) score64[a] = ladderGroupScore(x, f, r, g, a, size);
+  }
+  return score64[q] > score64[h] || (score64[q] == score64[h] && q < h);
 }
 
 // The boundary between the topk_groups kept groups and the rest: the groups ordered by
@@ -158,8 +184,10 @@ bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, 
   const auto G = static_cast<int32_t>(order.size());
   thread_local std::vector<std::vector<uint64_t>> forms;
   thread_local std::vector<uint8_t> known;
+  thread_local std::vector<double> score64;
   forms.resize(static_cast<size_t>(G));
   known.assign(static_cast<size_t>(G), 0);
+  score64.assign(static_cast<size_t>(G), std::numeric_limits<double>::quiet_NaN());
   auto formsOf = [&](int32_t h) -> const std::vector<uint64_t>& {
     if (!known[h]) {
       forms[h] = groupForms(x, f, r, h, size, top2, g.best[h], g.second[h]);
@@ -173,11 +201,11 @@ bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, 
       const int32_t h = order[b];
       if (g.score[q] - g.tight[q] > g.score[h] + g.tight[h]) continue;
       if (g.score[q] == g.score[h] && q < h &&
-          g.gammaLow[q] + g.gammaLow[h] > g.tight[q] + g.tight[h]) {
+          gammaLow(g, q) + gammaLow(g, h) > g.tight[q] + g.tight[h]) {
         const auto& fq = formsOf(q);
         if (!fq.empty() && fq == formsOf(h)) continue;
       }
-      if (!nearTieHeld(x, f, g, q, h, size)) return false;
+      if (!nearTieHeld(x, f, r, g, q, h, size, score64)) return false;
     }
   }
   return true;
@@ -202,10 +230,10 @@ bool keptGroups(std::span<const float> x, const Family& f, Row& r, std::span<con
   if (G <= 1 || f.topkGroups >= G) return true;
   const bool top2 = f.groupScore == GroupScoreFunction::kTop2Sum && size >= 2;
   const double m = top2 ? 2.0 : 1.0;
-  thread_local std::vector<double> best, second, tight, gammaLow;
+  thread_local std::vector<double> best, second, tight;
   thread_local std::vector<int32_t> order;
   std::vector<double>& score = r.gScore;
-  for (auto* v : {&score, &best, &second, &tight, &gammaLow, &r.gKeyRadius}) {
+  for (auto* v : {&score, &best, &second, &tight, &r.gKeyRadius}) {
     v->resize(static_cast<size_t>(G));
   }
   r.gRadius.assign(static_cast<size_t>(G), std::numeric_limits<double>::quiet_NaN());
@@ -219,12 +247,8 @@ bool keptGroups(std::span<const float> x, const Family& f, Row& r, std::span<con
     score[h] = top2 ? top.best + top.second : top.best;
     best[h] = top.best;
     second[h] = top.second;
-    // Without gamma: this level's error and twice the ladder's. The ladder's gamma is at
-    // least u |score| (each key's budget is at least u |c|: u p, u s or u |s + b|, and a
-    // top-2 sum takes the two largest budgets of the group) and 2^-148; half of it is
-    // taken, which covers its own roundings and the keys' distance to this level's.
+    // Without gamma: this level's error and twice the ladder's.
     tight[h] = (m * radius + std::fabs(score[h]) * 0x1p-48) * (1 + 0x1p-20);
-    gammaLow[h] = 0.5 * kU32 * std::max(std::fabs(score[h]) - m * radius, 0.0) + kTiny32;
     order[h] = h;
   }
   const int32_t t = f.topkGroups;
@@ -240,7 +264,8 @@ bool keptGroups(std::span<const float> x, const Family& f, Row& r, std::span<con
     }
   }
   if (!(keptLo > restHi) &&
-      !tiedAtTheBoundary(x, f, r, {score, best, second, tight, gammaLow}, t, size, top2, order))
+      !tiedAtTheBoundary(x, f, r, {score, best, second, tight, r.gKeyRadius, m}, t, size, top2,
+                         order))
     return false;
   for (int32_t q = t; q < G; ++q) {
     const int32_t h = order[q];
@@ -429,11 +454,12 @@ Keys keysApart(std::span<const float> x, const Family& f, Row& r, std::span<cons
   Keys order = Keys::kApart;
   for (size_t s = 0; s + 1 < S.size(); ++s) {
     const int32_t i = S[s], j = S[s + 1];
+    // Keys apart (first: the common case) have different forms.
+    if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
     if (formOf(x[i], bias ? f.bias[i] : 0.0f) == formOf(x[j], bias ? f.bias[j] : 0.0f)) {
       if (j < i) return Keys::kUnknown;
       continue;
     }
-    if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
     if (equalWithinBudget(x, f, r, i, j)) continue;
     if (f.score != ScoreFunction::kSigmoid || !withinBudget(r, i, j)) return Keys::kUnknown;
     if (sigmoidKey64(x, f, j) > sigmoidKey64(x, f, i)) order = Keys::kNearTieOrder;
@@ -513,12 +539,6 @@ bool plainFamily(const Family& f, int32_t E) {
          f.structShort == 0 && (f.bias.empty() || f.bias.size() == static_cast<size_t>(E));
 }
 
-bool realFamilyRow(std::span<const float> x, const Family& f, bool rowReal) {
-  if (x.empty() || !allFinite(f.bias)) return false;
-  if (f.score == ScoreFunction::kSoftmax) return rowReal;
-  return !anyNaN(x);
-}
-
 }  // namespace
 
 void familyScores(std::span<const float> x, const Family& f, std::vector<double>& s,
@@ -535,7 +555,11 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
   const auto E = static_cast<int32_t>(x.size());
   if (!plainFamily(f, E)) return Decided::kNo;
   const int32_t n = std::min(k, familyEligible(f, E));
-  const bool real = realFamilyRow(x, f, f.score == ScoreFunction::kSoftmax && scanRow(x).real);
+  // Sigmoid scores are computed first: their pass finds a NaN logit too.
+  thread_local Row r;
+  const bool sigmoid = f.score == ScoreFunction::kSigmoid;
+  const bool nan = sigmoid && scores(x, f, r);
+  const bool real = !x.empty() && allFinite(f.bias) && (sigmoid ? !nan : scanRow(x).real);
   thread_local std::vector<uint8_t> inS, eligible;
   // The context of a certificate is not needed: a structure violation goes to the ladder.
   if (checkSlots(E, k, {n, "min(k, eligible)", ""}, ids, gates, real, false, inS)) {
@@ -548,8 +572,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     const float g = gates[s];
     if (!(std::isfinite(g) && (f.scale >= 0 ? !(g < 0.0f) : !(g > 0.0f)))) return Decided::kNo;
   }
-  thread_local Row r;
-  scores(x, f, r);
+  if (!sigmoid) scores(x, f, r);
   // The ladder excuses renormalised gates of scores below 2^-100 ("tiny-scores"): only
   // tokens clearly above that are decided here.
   double keptMax = 0;

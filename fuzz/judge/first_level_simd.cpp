@@ -196,11 +196,13 @@ void ExpNegImpl(const double* t, double* out, size_t n) {
   }
 }
 
-// One vector of sigmoid scores (first_level_simd.hpp's sigmoidScores).
-template <class D>
-HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* serr) {
+// One vector of sigmoid scores (first_level_simd.hpp's sigmoidScores); the lanes whose x
+// is NaN are added to `nan`.
+template <class D, class M>
+HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* serr, M& nan) {
   const hn::Rebind<float, D> df;
   const auto xv = hn::PromoteTo(d, hn::LoadU(df, x));
+  nan = hn::Or(nan, hn::IsNaN(xv));
   const auto one = hn::Set(d, 1.0);
   const auto sv = hn::Div(one, hn::Add(one, ExpNegVec(d, xv)));
   hn::StoreU(xv, d, t);
@@ -208,21 +210,23 @@ HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* se
   hn::StoreU(hn::Add(hn::Mul(sv, hn::Set(d, kExpRel + 0x1p-51)), hn::Set(d, kExpAbs)), d, serr);
 }
 
-void SigmoidScoresImpl(const float* x, double* t, double* s, double* serr, size_t n) {
+bool SigmoidScoresImpl(const float* x, double* t, double* s, double* serr, size_t n) {
   const hn::ScalableTag<double> d;
   const size_t L = hn::Lanes(d);
+  auto nan = hn::FirstN(d, 0);
   size_t i = 0;
-  for (; i + L <= n; i += L) SigmoidVec(d, x + i, t + i, s + i, serr + i);
+  for (; i + L <= n; i += L) SigmoidVec(d, x + i, t + i, s + i, serr + i, nan);
   if (i < n) {
     constexpr size_t kMax = HWY_MAX_BYTES / sizeof(double);
     float xb[kMax] = {};
     HWY_ALIGN double tb[kMax], sb[kMax], eb[kMax];
     std::memcpy(xb, x + i, (n - i) * sizeof(float));
-    SigmoidVec(d, xb, tb, sb, eb);
+    SigmoidVec(d, xb, tb, sb, eb, nan);
     std::memcpy(t + i, tb, (n - i) * sizeof(double));
     std::memcpy(s + i, sb, (n - i) * sizeof(double));
     std::memcpy(serr + i, eb, (n - i) * sizeof(double));
   }
+  return !hn::AllFalse(d, nan);
 }
 
 // One vector of keys and radii (first_level_simd.hpp's keyBands): the formulas of
@@ -634,17 +638,14 @@ GroupTop groupTop(std::span<const double> c, std::span<const double> radius) {
   return HWY_DYNAMIC_DISPATCH(GroupTopImpl)(c.data(), radius.data(), c.size());
 }
 
-bool anyNaN(std::span<const float> x) {
-  return HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), true);
-}
-
 bool allFinite(std::span<const float> x) {
   return !HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), false);
 }
 
-void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
+bool sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
                    std::span<double> serr) {
-  HWY_DYNAMIC_DISPATCH(SigmoidScoresImpl)(x.data(), t.data(), s.data(), serr.data(), x.size());
+  return HWY_DYNAMIC_DISPATCH(SigmoidScoresImpl)(x.data(), t.data(), s.data(), serr.data(),
+                                                 x.size());
 }
 
 void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius) {

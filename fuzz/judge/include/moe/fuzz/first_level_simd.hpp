@@ -40,8 +40,7 @@ struct GroupTop {
 };
 GroupTop groupTop(std::span<const double> c, std::span<const double> radius);
 
-// Some x[i] is NaN; every x[i] is finite.
-bool anyNaN(std::span<const float> x);
+// Every x[i] is finite.
 bool allFinite(std::span<const float> x);
 
 // out[i] = exp(-t[i]) within kExpRel, kExpAbs. t and out may be the same array.
@@ -49,8 +48,8 @@ void expNeg(std::span<const double> t, std::span<double> out);
 
 // Sigmoid scores of a row: s[i] = 1 / (1 + expNeg(x[i])) with |s[i] - sigmoid(x[i])| <=
 // serr[i] = s[i] (kExpRel + 2^-51) + kExpAbs (exp's error passes at most in full, two
-// roundings), and t[i] = x[i].
-void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
+// roundings), and t[i] = x[i]. True when some x[i] is NaN (the row is not real).
+bool sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
                    std::span<double> serr);
 
 // A moe_route_v2 row's keys with the radii the first level compares them by
