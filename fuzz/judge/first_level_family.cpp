@@ -30,6 +30,9 @@ struct Row {
   // Per group (keptGroups): the group score, its keys' largest radius, and the radius of
   // the score with the group's binary32 budget gamma (groupRadius; NaN until asked).
   std::vector<double> gScore, gKeyRadius, gRadius;
+  // The keys' identities asked for so far (keyIdOf).
+  std::vector<uint64_t> id;
+  bool idsKnown = false;
 };
 
 // The row's scores; for sigmoid scores, true when a logit is NaN (their pass finds it), for
@@ -87,19 +90,31 @@ uint64_t keyId(std::span<const float> x, const Family& f, int32_t i) {
   return formOf(x[i], b);
 }
 
+// keyId of expert i, kept for the token once computed (rows of many equal keys ask for the
+// same ones pair by pair). All ones is no identity: the bits of a NaN logit.
+uint64_t keyIdOf(std::span<const float> x, const Family& f, Row& r, int32_t i) {
+  constexpr uint64_t kNone = ~uint64_t{0};
+  if (!r.idsKnown) {
+    r.id.assign(x.size(), kNone);
+    r.idsKnown = true;
+  }
+  if (r.id[i] == kNone) r.id[i] = keyId(x, f, i);
+  return r.id[i];
+}
+
 // The key identities (keyId) that make group h's score, sorted, when every binary64
 // evaluation picks keys of those identities: the members at the best (and second) key
 // value of this level share one form each, every other member lies below them by more than
 // both radii, and with one best and several second keys the best is above them the same
 // way. Then two groups with the same identities have equal binary64 scores in both levels
 // (and, with the same forms, equal real scores). Empty when that cannot be said.
-std::vector<uint64_t> groupForms(std::span<const float> x, const Family& f, const Row& r, int32_t h,
+std::vector<uint64_t> groupForms(std::span<const float> x, const Family& f, Row& r, int32_t h,
                                  int32_t size, bool top2, double best, double second) {
   int32_t nBest = 0, nSecond = 0;
   uint64_t fBest = 0, fSecond = 0;
   double inLo = kInf, outHi = -kInf, bestLo = kInf, secondHi = -kInf;
   for (int32_t i = h * size; i < (h + 1) * size; ++i) {
-    const uint64_t form = keyId(x, f, i);
+    const uint64_t form = keyIdOf(x, f, r, i);
     if (r.c[i] == best) {
       if (nBest++ > 0 && form != fBest) return {};
       fBest = form;
@@ -176,7 +191,7 @@ bool nearTieHeld(std::span<const float> x, const Family& f, const Row& r, const 
 // binary64 scores in both levels) and the ladder's gammas wider than both radii, so that
 // neither can beat the other beyond the budget in any band the ladder draws, or held as
 // nearTieHeld says. Reorders `order` so that its first t are the kept groups.
-bool tiedAtTheBoundary(std::span<const float> x, const Family& f, const Row& r, const GroupBands& g,
+bool tiedAtTheBoundary(std::span<const float> x, const Family& f, Row& r, const GroupBands& g,
                        int32_t t, int32_t size, bool top2, std::vector<int32_t>& order) {
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return g.score[a] > g.score[b] || (g.score[a] == g.score[b] && a < b);
@@ -286,9 +301,10 @@ double betaLow(const Row& r, int32_t i) {
 
 // Keys i and j with the same binary64 value in both levels (keyId) that the ladder cannot
 // tell apart beyond the budget: its bands around them overlap by more than their widths.
-bool equalWithinBudget(std::span<const float> x, const Family& f, const Row& r, int32_t i,
-                       int32_t j) {
-  return keyId(x, f, i) == keyId(x, f, j) &&
+// Equal key identities give equal keys here (the same operations on the same inputs, or
+// both 1 + b), so unequal keys are told first, without the identities.
+bool equalWithinBudget(std::span<const float> x, const Family& f, Row& r, int32_t i, int32_t j) {
+  return r.c[i] == r.c[j] && keyIdOf(x, f, r, i) == keyIdOf(x, f, r, j) &&
          betaLow(r, i) + betaLow(r, j) > r.radius[i] + r.radius[j];
 }
 
@@ -297,14 +313,14 @@ bool equalWithinBudget(std::span<const float> x, const Family& f, const Row& r, 
 // with a different form, or the same form and a lower index (the ladder's exact tie goes
 // to the lower index), the two within each other's budget: the ladder finds it neither
 // above a kept key nor beyond a budget.
-bool displacedHeld(std::span<const float> x, const Family& f, const Row& r,
-                   std::span<const int32_t> S, int32_t j) {
+bool displacedHeld(std::span<const float> x, const Family& f, Row& r, std::span<const int32_t> S,
+                   int32_t j) {
   const bool bias = !f.bias.empty();
+  const uint64_t formJ = formOf(x[j], bias ? f.bias[j] : 0.0f);
   for (int32_t i : S) {
     if (r.c[i] - r.radius[i] > r.c[j] + r.radius[j]) continue;
     if (!equalWithinBudget(x, f, r, i, j)) return false;
-    const bool sameForm =
-        formOf(x[i], bias ? f.bias[i] : 0.0f) == formOf(x[j], bias ? f.bias[j] : 0.0f);
+    const bool sameForm = formOf(x[i], bias ? f.bias[i] : 0.0f) == formJ;
     if (sameForm && !(i < j)) return false;
   }
   return true;
@@ -573,6 +589,7 @@ Decided decideFamilyToken(std::span<const float> x, const Family& f, int32_t k,
     if (!(std::isfinite(g) && (f.scale >= 0 ? !(g < 0.0f) : !(g > 0.0f)))) return Decided::kNo;
   }
   if (!sigmoid) scores(x, f, r);
+  r.idsKnown = false;
   // The ladder excuses renormalised gates of scores below 2^-100 ("tiny-scores"): only
   // tokens clearly above that are decided here.
   double keptMax = 0;
