@@ -68,9 +68,7 @@ void softmaxScores(std::span<const float> x, FamilyRow& r) {
 // roundings.
 void sigmoidScores(std::span<const float> x, FamilyRow& r) {
   for (size_t i = 0; i < x.size(); ++i) {
-    r.s[i] = x[i] == -INFINITY  ? 0.0
-             : x[i] == INFINITY ? 1.0
-                                : 1.0 / (1.0 + std::exp(-double{x[i]}));
+    r.s[i] = sigmoid64(x[i]);
     r.serr[i] = r.s[i] * 0x1p-50 + kAbsNormal;
   }
 }
@@ -189,6 +187,26 @@ void groupsOf(const FamilyRow& r, const Family& f, int32_t E, Groups& g) {
     g.err[h] = err;
     g.form[h] = form;
   }
+}
+
+double sigmoidGroupScore64(std::span<const float> x, const Family& f,
+                           std::span<const int32_t> members, bool top2) {
+  // groupsOf sums its first m members by key, largest first, from 0: the two largest keys
+  // (the largest twice when it occurs twice).
+  double first = -kInf, second = -kInf;
+  for (int32_t i : members) {
+    const double c = sigmoidKey64(x, f, i);
+    if (c > first) {
+      second = first;
+      first = c;
+    } else if (c > second) {
+      second = c;
+    }
+  }
+  double s = 0;
+  s += first;
+  if (top2) s += second;
+  return s;
 }
 
 void doubleBands(const FamilyRow& r, const Groups* gr, const Family& f, SelectionBands& b) {

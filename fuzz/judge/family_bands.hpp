@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -35,6 +36,25 @@ struct FamilyRow {
   std::vector<uint64_t> form;
 };
 void evaluateRow(std::span<const float> x, const Family& f, double cUlp, FamilyRow& r);
+
+// The binary64 sigmoid score evaluateRow gives a logit: 1 / (1 + exp(-x)), exp's argument
+// exact, two roundings.
+inline double sigmoid64(float x) {
+  return x == -INFINITY ? 0.0 : x == INFINITY ? 1.0 : 1.0 / (1.0 + std::exp(-double{x}));
+}
+
+// The binary64 key evaluateRow gives expert i of a sigmoid row: sigmoid64 plus the bias.
+inline double sigmoidKey64(std::span<const float> x, const Family& f, int32_t i) {
+  return sigmoid64(x[i]) + (f.bias.empty() ? 0.0 : double{f.bias[i]});
+}
+
+// The binary64 group score that evaluateRow and groupsOf give a group of a sigmoid row,
+// bit for bit (the same operations on the same values), without the rest of the row: the
+// first level asks it of the few groups whose order its own bounds cannot tell. members:
+// the group's experts that may be among its best (one, or two for a top-2 sum) in binary64;
+// the caller has made sure that two of them are above every other member.
+double sigmoidGroupScore64(std::span<const float> x, const Family& f,
+                           std::span<const int32_t> members, bool top2);
 
 // A group's exact-tie form: the sorted forms of its best one or two keys, exact only when
 // they are told apart from the rest of the group (else the group never ties exactly).

@@ -92,13 +92,12 @@ size_t CountNotBelowImpl(const double* c, const double* radius, size_t n, double
   return count;
 }
 
-GroupTop GroupTopImpl(const double* c, const double* radius, const double* beta, size_t n) {
+GroupTop GroupTopImpl(const double* c, const double* radius, size_t n) {
   const hn::ScalableTag<double> d;
   const size_t L = hn::Lanes(d);
   const auto negInf = hn::Set(d, -HUGE_VAL);
-  auto best = negInf, rad = hn::Zero(d), bet = hn::Zero(d);
+  auto best = negInf, rad = hn::Zero(d);
   for (size_t i = 0; i < n; i += L) {
-    bet = hn::Max(bet, i + L <= n ? hn::LoadU(d, beta + i) : LoadPadded(d, beta + i, n - i, 0.0));
     best = hn::Max(best, i + L <= n ? hn::LoadU(d, c + i) : LoadPadded(d, c + i, n - i, -HUGE_VAL));
     rad =
         hn::Max(rad, i + L <= n ? hn::LoadU(d, radius + i) : LoadPadded(d, radius + i, n - i, 0.0));
@@ -115,7 +114,7 @@ GroupTop GroupTopImpl(const double* c, const double* radius, const double* beta,
     below = hn::Max(below, hn::IfThenElse(eq, negInf, v));
   }
   const double second = atBest >= 2 ? b : hn::GetLane(hn::MaxOfLanes(d, below));
-  return {b, second, hn::GetLane(hn::MaxOfLanes(d, rad)), hn::GetLane(hn::MaxOfLanes(d, bet))};
+  return {b, second, hn::GetLane(hn::MaxOfLanes(d, rad))};
 }
 
 int32_t CountBeatingImpl(const float* x, size_t E, int32_t w) {
@@ -197,11 +196,13 @@ void ExpNegImpl(const double* t, double* out, size_t n) {
   }
 }
 
-// One vector of sigmoid scores (first_level_simd.hpp's sigmoidScores).
-template <class D>
-HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* serr) {
+// One vector of sigmoid scores (first_level_simd.hpp's sigmoidScores); the lanes whose x
+// is NaN are added to `nan`.
+template <class D, class M>
+HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* serr, M& nan) {
   const hn::Rebind<float, D> df;
   const auto xv = hn::PromoteTo(d, hn::LoadU(df, x));
+  nan = hn::Or(nan, hn::IsNaN(xv));
   const auto one = hn::Set(d, 1.0);
   const auto sv = hn::Div(one, hn::Add(one, ExpNegVec(d, xv)));
   hn::StoreU(xv, d, t);
@@ -209,29 +210,30 @@ HWY_INLINE void SigmoidVec(D d, const float* x, double* t, double* s, double* se
   hn::StoreU(hn::Add(hn::Mul(sv, hn::Set(d, kExpRel + 0x1p-51)), hn::Set(d, kExpAbs)), d, serr);
 }
 
-void SigmoidScoresImpl(const float* x, double* t, double* s, double* serr, size_t n) {
+bool SigmoidScoresImpl(const float* x, double* t, double* s, double* serr, size_t n) {
   const hn::ScalableTag<double> d;
   const size_t L = hn::Lanes(d);
+  auto nan = hn::FirstN(d, 0);
   size_t i = 0;
-  for (; i + L <= n; i += L) SigmoidVec(d, x + i, t + i, s + i, serr + i);
+  for (; i + L <= n; i += L) SigmoidVec(d, x + i, t + i, s + i, serr + i, nan);
   if (i < n) {
     constexpr size_t kMax = HWY_MAX_BYTES / sizeof(double);
     float xb[kMax] = {};
     HWY_ALIGN double tb[kMax], sb[kMax], eb[kMax];
     std::memcpy(xb, x + i, (n - i) * sizeof(float));
-    SigmoidVec(d, xb, tb, sb, eb);
+    SigmoidVec(d, xb, tb, sb, eb, nan);
     std::memcpy(t + i, tb, (n - i) * sizeof(double));
     std::memcpy(s + i, sb, (n - i) * sizeof(double));
     std::memcpy(serr + i, eb, (n - i) * sizeof(double));
   }
+  return !hn::AllFalse(d, nan);
 }
 
-// One vector of keys, radii and budgets (first_level_simd.hpp's keyBands): the formulas of
+// One vector of keys and radii (first_level_simd.hpp's keyBands): the formulas of
 // docs/fuzz.md in the order first_level_family.cpp states them.
 template <class D>
 HWY_INLINE void KeyVec(D d, const KeyRow& in, size_t E, const double* t, const double* s,
-                       const double* serr, const float* bias, double* c, double* radius,
-                       double* beta) {
+                       const double* serr, const float* bias, double* c, double* radius) {
   const hn::Rebind<float, D> df;
   const bool hasBias = bias != nullptr;
   const auto sv = hn::LoadU(d, s), ev = hn::LoadU(d, serr);
@@ -255,32 +257,11 @@ HWY_INLINE void KeyVec(D d, const KeyRow& in, size_t E, const double* t, const d
   if (hasBias) ladderErr = hn::Add(ladderErr, hn::Mul(cUp, hn::Set(d, 0x1p-52)));
   const auto r =
       hn::Add(hn::Add(cerr, hn::Mul(hn::Set(d, 2.0), ladderErr)), hn::Mul(ac, hn::Set(d, 0x1p-51)));
-  const double cUlp = in.cUlp, u = 0x1p-24, tiny = 0x1p-149;
-  auto bt = hn::Zero(d);
-  if (in.score == ScoreFunction::kSoftmax) {
-    const auto rel = hn::Mul(
-        hn::Mul(
-            hn::Add(hn::Add(hn::Add(sh, hn::Set(d, twoE)), hn::Set(d, 4 * cUlp)), hn::Set(d, 4.0)),
-            hn::Set(d, u)),
-        sUp);
-    bt = hn::Add(hn::IfThenElseZero(hn::Gt(sUp, hn::Zero(d)), rel), hn::Set(d, (cUlp + 2) * tiny));
-  } else {
-    const auto small = hn::Lt(hn::Sub(sv, ev), hn::Set(d, 0x1p-125));
-    bt = hn::Add(
-        hn::Add(hn::Mul(hn::Set(d, (2 * cUlp + 4) * u), sUp), hn::Set(d, (cUlp + 2) * tiny)),
-        hn::IfThenElseZero(small, hn::Set(d, 0x1p-126)));
-  }
-  if (hasBias) {
-    bt = hn::Add(hn::Add(hn::Mul(bt, hn::Set(d, 1 + u)), hn::Mul(hn::Set(d, u), cUp)),
-                 hn::Set(d, tiny));
-  }
-  bt = hn::Add(hn::Mul(bt, hn::Set(d, 1 + 0x1p-20)), hn::Set(d, 0x1p-1000));
   hn::StoreU(cv, d, c);
   hn::StoreU(hn::Mul(r, hn::Set(d, 1 + 0x1p-20)), d, radius);
-  hn::StoreU(bt, d, beta);
 }
 
-void KeyBandsImpl(const KeyRow& in, double* c, double* radius, double* beta) {
+void KeyBandsImpl(const KeyRow& in, double* c, double* radius) {
   const hn::ScalableTag<double> d;
   const size_t L = hn::Lanes(d), n = in.s.size();
   const bool hasBias = !in.bias.empty();
@@ -288,21 +269,20 @@ void KeyBandsImpl(const KeyRow& in, double* c, double* radius, double* beta) {
   size_t i = 0;
   for (; i + L <= n; i += L) {
     KeyVec(d, in, n, t ? t + i : nullptr, in.s.data() + i, in.serr.data() + i,
-           hasBias ? in.bias.data() + i : nullptr, c + i, radius + i, beta + i);
+           hasBias ? in.bias.data() + i : nullptr, c + i, radius + i);
   }
   if (i < n) {
     constexpr size_t kMax = HWY_MAX_BYTES / sizeof(double);
     const size_t m = n - i;
     float bb[kMax] = {};
-    HWY_ALIGN double tb[kMax] = {}, sb[kMax] = {}, eb[kMax] = {}, cb[kMax], rb[kMax], betab[kMax];
+    HWY_ALIGN double tb[kMax] = {}, sb[kMax] = {}, eb[kMax] = {}, cb[kMax], rb[kMax];
     if (t) std::memcpy(tb, t + i, m * sizeof(double));
     std::memcpy(sb, in.s.data() + i, m * sizeof(double));
     std::memcpy(eb, in.serr.data() + i, m * sizeof(double));
     if (hasBias) std::memcpy(bb, in.bias.data() + i, m * sizeof(float));
-    KeyVec(d, in, n, t ? tb : nullptr, sb, eb, hasBias ? bb : nullptr, cb, rb, betab);
+    KeyVec(d, in, n, t ? tb : nullptr, sb, eb, hasBias ? bb : nullptr, cb, rb);
     std::memcpy(c + i, cb, m * sizeof(double));
     std::memcpy(radius + i, rb, m * sizeof(double));
-    std::memcpy(beta + i, betab, m * sizeof(double));
   }
 }
 
@@ -654,27 +634,22 @@ size_t countNotBelow(std::span<const double> c, std::span<const double> radius, 
   return HWY_DYNAMIC_DISPATCH(CountNotBelowImpl)(c.data(), radius.data(), c.size(), threshold);
 }
 
-GroupTop groupTop(std::span<const double> c, std::span<const double> radius,
-                  std::span<const double> beta) {
-  return HWY_DYNAMIC_DISPATCH(GroupTopImpl)(c.data(), radius.data(), beta.data(), c.size());
-}
-
-bool anyNaN(std::span<const float> x) {
-  return HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), true);
+GroupTop groupTop(std::span<const double> c, std::span<const double> radius) {
+  return HWY_DYNAMIC_DISPATCH(GroupTopImpl)(c.data(), radius.data(), c.size());
 }
 
 bool allFinite(std::span<const float> x) {
   return !HWY_DYNAMIC_DISPATCH(AnyMarkedImpl)(x.data(), x.size(), false);
 }
 
-void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
+bool sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
                    std::span<double> serr) {
-  HWY_DYNAMIC_DISPATCH(SigmoidScoresImpl)(x.data(), t.data(), s.data(), serr.data(), x.size());
+  return HWY_DYNAMIC_DISPATCH(SigmoidScoresImpl)(x.data(), t.data(), s.data(), serr.data(),
+                                                 x.size());
 }
 
-void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,
-              std::span<double> beta) {
-  HWY_DYNAMIC_DISPATCH(KeyBandsImpl)(in, c.data(), radius.data(), beta.data());
+void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius) {
+  HWY_DYNAMIC_DISPATCH(KeyBandsImpl)(in, c.data(), radius.data());
 }
 
 void gatesWithinBatch(const GateBatch& b) {

@@ -62,8 +62,14 @@ bool judgeOne(const Case& c, int32_t t, const Family* family, std::span<const in
       ++levels.firstLevel;
       if (d == first::Decided::kExact) {
         out.pushExact();
-      } else {
+      } else if (d == first::Decided::kNonrealRow) {
         out.pushNonrealRow();
+      } else {
+        Verdict v;
+        v.outcome = Outcome::kAcceptable;
+        v.reason = d == first::Decided::kNearTieKeys ? "near-tie-keys" : "near-tie-order";
+        v.token = t;
+        out.push_back(std::move(v));
       }
       return false;
     }

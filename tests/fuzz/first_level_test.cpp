@@ -174,18 +174,20 @@ void judgeBothWays(const Case& c, const RouteOutput& out, const Contract& contra
   tally.firstLevel += onLevels.firstLevel;
 }
 
+// contract: the router's, or (when given) one that draws other families (a recipe's).
 void compareOn(const Router& router, int cases, uint64_t seed, const ShapeSpace& shapes,
-               Tally& tally) {
+               Tally& tally, const Contract* contract = nullptr) {
   SeededSource source(seed);
   std::mt19937_64 rng(seed);
+  const Contract& drawn = contract ? *contract : router.contract();
   for (int i = 0; i < cases; ++i) {
-    const Case c = routerCase(source, router.contract(), shapes);
+    const Case c = routerCase(source, drawn, shapes);
     if (c.family && !familyInvalidReason(*c.family, c.experts).empty()) continue;
     RouteOutput out = router.route(c.tokens, c.experts, c.k, c.logits, c.threads,
                                    c.family ? &*c.family : nullptr);
     if (out.fault || out.abstained) continue;
     perturb(out, c, rng);
-    judgeBothWays(c, out, router.contract(), router.name(), tally);
+    judgeBothWays(c, out, drawn, router.name(), tally);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -312,6 +314,103 @@ TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
   EXPECT_GT(tally.firstLevel, tally.tokens / 4);
   EXPECT_GT(tally.violations, 1000u);
   EXPECT_GT(tally.acceptable, 1000u);
+}
+
+// DeepSeek-V3's family (sigmoid, bias, 8 groups, the best 4 by top-2 sums, E = 256, k = 8)
+// on the fuzzer's whole mix of rows at that shape: planted ties of keys and groups,
+// saturated scores, near ties within the budget, model-like rows. Here the first level
+// decides near ties by the ladder's own binary64 keys and group scores, and the acceptable
+// near ties of keys as the ladder names them; every verdict must still be the ladder's.
+TEST(FirstLevel, SameVerdictsAsTheLadderAtDeepSeekV3) {
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(makeSpec32Router(true));
+  RouterOptions v2;
+  v2.abi = std::string(kAbiV2);
+  for (const std::string& name : builtinRouterNamesV2()) {
+    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name, v2));
+  }
+  ShapeSpace shapes;
+  shapes.experts = IntSet::ofValues({256});
+  shapes.k = IntSet::ofValues({8});
+  shapes.tokens = IntSet::ofValues({16});
+  shapes.tokensGiven = true;
+  Tally tally;
+  uint64_t seed = test::testSeed() + 2000;
+  const int each = 6000 / static_cast<int>(routers.size());
+  for (const auto& r : routers) {
+    Contract contract = r->contract();
+    contract.families = familiesOfRecipes("deepseek-v3", "recipe");
+    compareOn(*r, each, seed++, shapes, tally, &contract);
+    if (HasFatalFailure()) return;
+  }
+  report("deepseek-v3", tally);
+  EXPECT_GT(tally.cases, 5000u);
+  EXPECT_GT(tally.firstLevel, tally.tokens * 9 / 10);
+  EXPECT_GT(tally.acceptable, tally.tokens / 50);
+  EXPECT_GT(tally.violations, 100u);
+}
+
+// Two groups at the boundary whose group scores this level computes equal while the ladder's
+// binary64 (its own exp) puts the left-out one above: the router keeps the lower index, as
+// this level's order does, and the ladder names the token a near tie of groups. The first
+// level must leave it to the ladder (it compares the ladder's own scores), not call it exact.
+// Found by a search over rows of 2 groups of 2 experts (sigmoid scores, top-2 sums): group 1
+// copies group 0's first logit and moves its second, a logit near saturation (25 to 37, where
+// a binary32 ulp moves the score by less than a binary64 one), by a few ulps.
+TEST(FirstLevel, GroupsTiedHereButOrderedByTheLadder) {
+  Family f;
+  f.score = ScoreFunction::kSigmoid;
+  f.groups = 2;
+  f.topkGroups = 1;
+  f.groupScore = GroupScoreFunction::kTop2Sum;
+  f.renormalize = 1;
+  auto ladderSum = [](float a, float b) {
+    const double sa = 1.0 / (1.0 + std::exp(-double{a})), sb = 1.0 / (1.0 + std::exp(-double{b}));
+    double s = 0;
+    s += std::max(sa, sb);
+    s += std::min(sa, sb);
+    return s;
+  };
+  std::mt19937_64 rng(test::testSeed());
+  std::uniform_real_distribution<float> logit(-4.0f, 4.0f), high(25.0f, 37.0f);
+  std::vector<float> row(4);
+  bool found = false;
+  for (int i = 0; i < 2000000 && !found; ++i) {
+    const float a = logit(rng), b = high(rng);
+    float b2 = b;
+    for (int u = 1 + static_cast<int>(rng() % 64); u > 0; --u) {
+      b2 = std::nextafter(b2, rng() % 2 ? INFINITY : -INFINITY);
+    }
+    row = {a, b, a, b2};
+    std::vector<double> s, serr;
+    first::familyScores(row, f, s, serr);
+    const double here0 = std::max(s[0], s[1]) + std::min(s[0], s[1]);
+    const double here1 = std::max(s[2], s[3]) + std::min(s[2], s[3]);
+    found = here0 == here1 && ladderSum(a, b) < ladderSum(a, b2);
+  }
+  ASSERT_TRUE(found) << "no row found where the two levels order the groups differently";
+  Case c;
+  c.tokens = 1;
+  c.experts = 4;
+  c.k = 2;
+  c.logits = row;
+  c.family = f;
+  RouteOutput out;
+  out.ids = row[0] > row[1] ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{1, 0};
+  const double s0 = 1.0 / (1.0 + std::exp(-double{row[out.ids[0]]}));
+  const double s1 = 1.0 / (1.0 + std::exp(-double{row[out.ids[1]]}));
+  out.gates = {static_cast<float>(s0 / (s0 + s1)), static_cast<float>(s1 / (s0 + s1))};
+  RouterOptions v2;
+  v2.abi = std::string(kAbiV2);
+  const Contract contract = openRouter("scalar-logits", v2)->contract();
+  VerdictConfig off;
+  off.firstLevel = false;
+  LevelCounters levels;
+  const Verdict ladder = judgeRecorded(c, out.ids, out.gates, contract, off, levels).tokens[0];
+  ASSERT_EQ(ladder.outcome, Outcome::kAcceptable) << ladder.reason << " " << ladder.certificate;
+  ASSERT_EQ(ladder.reason, "near-tie-groups");
+  Tally tally;
+  judgeBothWays(c, out, contract, "groups tied here", tally);
 }
 
 }  // namespace

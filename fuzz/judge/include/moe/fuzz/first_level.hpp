@@ -23,9 +23,10 @@ namespace moe::fuzz::first {
 inline constexpr double kSafety = 1 - 0x1p-30;
 
 // What the first level decided about a token: nothing (the ladder judges it), or the
-// ladder's verdict, which then has nothing more to say than its outcome (no certificate,
-// margin 0): `exact`, or `acceptable` with the reason "nonreal-row".
-enum class Decided { kNo, kExact, kNonrealRow };
+// ladder's verdict, which then has nothing more to say than its outcome and reason (no
+// certificate, margin 0): `exact`, or `acceptable` with the reason "nonreal-row", or (at
+// moe_route_v2) `acceptable` with the reason "near-tie-keys" or "near-tie-order".
+enum class Decided { kNo, kExact, kNonrealRow, kNearTieKeys, kNearTieOrder };
 
 // moe_route_v1 (judgeToken's verdict).
 Decided decideToken(std::span<const float> x, int32_t k, std::span<const int32_t> ids,

@@ -33,16 +33,14 @@ int32_t countBeating(std::span<const float> x, int32_t w);
 // How many i have c[i] + radius[i] not below threshold (NaN-free keys).
 size_t countNotBelow(std::span<const double> c, std::span<const double> radius, double threshold);
 
-// A group's two largest keys (the largest twice when it occurs twice), largest radius and
-// largest budget (radius and beta >= 0).
+// A group's two largest keys (the largest twice when it occurs twice) and largest radius
+// (radius >= 0).
 struct GroupTop {
-  double best, second, radius, beta;
+  double best, second, radius;
 };
-GroupTop groupTop(std::span<const double> c, std::span<const double> radius,
-                  std::span<const double> beta);
+GroupTop groupTop(std::span<const double> c, std::span<const double> radius);
 
-// Some x[i] is NaN; every x[i] is finite.
-bool anyNaN(std::span<const float> x);
+// Every x[i] is finite.
 bool allFinite(std::span<const float> x);
 
 // out[i] = exp(-t[i]) within kExpRel, kExpAbs. t and out may be the same array.
@@ -50,22 +48,19 @@ void expNeg(std::span<const double> t, std::span<double> out);
 
 // Sigmoid scores of a row: s[i] = 1 / (1 + expNeg(x[i])) with |s[i] - sigmoid(x[i])| <=
 // serr[i] = s[i] (kExpRel + 2^-51) + kExpAbs (exp's error passes at most in full, two
-// roundings), and t[i] = x[i].
-void sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
+// roundings), and t[i] = x[i]. True when some x[i] is NaN (the row is not real).
+bool sigmoidScores(std::span<const float> x, std::span<double> t, std::span<double> s,
                    std::span<double> serr);
 
-// A moe_route_v2 row's keys with the radii and budgets the first level compares them by
-// (first_level_family.cpp, docs/fuzz.md): c = s + b, the radius of c and an upper bound
-// beta of its binary32 key budget, from the scores s (error serr, softmax shift t) and the
-// bias (empty: none). score is the family's; cUlp the exp's ulps.
+// A moe_route_v2 row's keys with the radii the first level compares them by
+// (first_level_family.cpp, docs/fuzz.md): c = s + b and the radius of c, from the scores s
+// (error serr, softmax shift t) and the bias (empty: none). score is the family's.
 struct KeyRow {
   std::span<const double> t, s, serr;
   std::span<const float> bias;
   ScoreFunction score;
-  double cUlp;
 };
-void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius,
-              std::span<double> beta);
+void keyBands(const KeyRow& in, std::span<double> c, std::span<double> radius);
 
 // The gates of a block of moe_route_v1 tokens, one vector lane per token (the batched first
 // level, first_level_batch.cpp): token `lane`'s kept set has n slots; for slot s,
