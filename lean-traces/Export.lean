@@ -1562,12 +1562,164 @@ def sizeCase' (i : Nat) : Gen Case := do
   if v == 3 then return routeGatesCase s!"{name}, binary64 #{i}" [] (widenParams p) (widen l)
   return routeGatesCase s!"{name}, binary32 #{i}" [] p l
 
+/-! ## Dispatch: DispatchTest
+
+The C ABI's `moe_dispatch_v1` case (tokens, k, experts, block, capacity, ids with -1 for an
+empty slot) and the spec's answer: the kept slots in slot order (`dispatchKept`), the
+layout (`dispatchSpec`: `sorted_slots`, `block_expert`) and `rows`, its length. Outside
+`dispatchValid` (block 0, an id of E or more) the result is `invalid`, `brokenRules` names
+the rules broken and no output is written (the C ABI answers MOE_ROUTE_EBADPARAMS). The
+layout is evaluated with `dispatchKeptCounted` (one pass); on every case of up to 1,024
+slots it is checked against `dispatchSpec` as written (through `capacityKeeps`), and on up
+to 256 slots also the facts Spec.lean checks exhaustively on small lists
+(`Checks.dispatchFactsHold`); a case that fails becomes a `PropertyFailure`. -/
+
+def idText (o : Option Nat) : String :=
+  match o with
+  | some e => toString e
+  | none => "-1"
+
+/-- The C ABI's capacity: below 0 no limit. -/
+def capacityOf (c : Int) : Option Nat := if c < 0 then none else some c.toNat
+
+/-- The number of distinct values of a nondecreasing list (the experts that take blocks). -/
+def distinctSorted : List Nat → Nat
+  | [] => 0
+  | x :: xs => (Lst.foldl (fun (acc : Nat × Nat) y => if y == acc.1 then acc else (y, acc.2 + 1))
+      (x, 1) xs).2
+
+def dispatchCase (comment : String) (extra : List String) (T k E block : Nat) (cap : Int)
+    (ids : List (Option Nat)) : Case :=
+  let n := Lst.len ids
+  let C := capacityOf cap
+  let valid := dispatchValid E block ids
+  let broken := dispatchBrokenRules E block ids
+  let kept := dispatchKeptCounted E C ids
+  let d := dispatchLayoutOf E block n kept
+  let asWritten := decide (1024 < n) || !valid ||
+    (Spec.MoE.Checks.eqSlots kept (dispatchKept C ids) &&
+      Spec.MoE.Checks.eqNats d.sortedSlots (dispatchSpec E block C ids).sortedSlots &&
+      Spec.MoE.Checks.eqNats d.blockExpert (dispatchSpec E block C ids).blockExpert)
+  let facts := decide (256 < n) || !valid || Spec.MoE.Checks.dispatchFactsHold E block C ids
+  let ok := n == T * k && asWritten && facts && Lst.eqBool valid (Lst.len broken == 0)
+  let rows := Lst.len d.sortedSlots
+  let nonEmpty := Lst.len (dispatchSlots ids)
+  let flags := joinLists [
+    if valid then [] else ["InvalidParams"],
+    if Lst.any (fun (o : Option Nat) => match o with | none => true | some _ => false) ids
+      then ["EmptySlot"] else [],
+    (match C with
+      | some 0 => ["CapacityZero"]
+      | some _ => []
+      | none => ["NoCapacity"]),
+    if valid && Lst.len kept < nonEmpty then ["SlotDropped"] else [],
+    if block == 1 then ["BlockOne"] else [],
+    if valid && Lst.len kept < rows then ["Padding"] else [],
+    if valid && distinctSorted d.blockExpert < E then ["ExpertWithoutSlots"] else [],
+    if valid && 2 ≤ E && nonEmpty == n && 0 < n && distinctSorted d.blockExpert == 1
+      then ["OneExpertTakesAll"] else [],
+    if 1024 ≤ n then ["LargeDispatch"] else [],
+    extra]
+  { group := if ok then "DispatchTest" else "PropertyFailure", comment := comment,
+    flags := flags, result := if valid then "valid" else "invalid",
+    fields := Lst.app [("tokens", toString T), ("k", toString k), ("experts", toString E),
+      ("block", toString block), ("capacity", toString cap), ("ids", arr (Lst.map idText ids)),
+      ("brokenRules", arr (Lst.map q broken))]
+      (if valid then [("kept", natArr (Lst.map (fun (se : Nat × Nat) => se.1) kept)),
+        ("sorted_slots", natArr d.sortedSlots), ("block_expert", natArr d.blockExpert),
+        ("rows", toString rows)] else []) }
+
+def someIds (xs : List Nat) : List (Option Nat) := Lst.map some xs
+
+def fixedDispatchCases : List Case :=
+  let hand := Spec.MoE.Checks.handIds
+  [dispatchCase "hand-worked: slot 1 empty, no capacity, block 2" [] 3 2 3 2 (-1) hand,
+    dispatchCase "hand-worked: capacity 2 drops expert 1's third slot" [] 3 2 3 2 2 hand,
+    dispatchCase "hand-worked: capacity 1" [] 3 2 3 2 1 hand,
+    dispatchCase "hand-worked: capacity 0 drops every slot" [] 3 2 3 2 0 hand,
+    dispatchCase "hand-worked: block 1 (no padding)" [] 3 2 3 1 (-1) hand,
+    dispatchCase "hand-worked: block 4" [] 3 2 3 4 (-1) hand,
+    dispatchCase "any negative capacity is no limit" [] 3 2 3 2 (-7) hand,
+    dispatchCase "no tokens" [] 0 2 4 4 (-1) [],
+    dispatchCase "k = 0" [] 5 0 4 4 3 [],
+    dispatchCase "every slot empty" [] 4 2 4 4 (-1) (Lst.replicate 8 none),
+    dispatchCase "one expert takes every slot, no capacity" [] 64 4 8 16 (-1)
+      (Lst.replicate 256 (some 3)),
+    dispatchCase "one expert takes every slot, capacity above the demand" [] 64 4 8 16 300
+      (Lst.replicate 256 (some 3)),
+    dispatchCase "one expert takes every slot, capacity 50 (not a multiple of the block)" []
+      64 4 8 16 50 (Lst.replicate 256 (some 3)),
+    dispatchCase "one expert takes every slot, the last expert" [] 16 2 8 4 (-1)
+      (Lst.replicate 32 (some 7)),
+    dispatchCase "two of 16 experts take every slot" [] 8 2 16 4 (-1)
+      (someIds [0, 9, 0, 9, 9, 0, 9, 9, 0, 0, 9, 0, 9, 9, 0, 9]),
+    dispatchCase "capacity keeps the first slots in slot order, not the last" [] 6 1 2 2 3
+      (someIds [0, 0, 0, 1, 0, 1]),
+    dispatchCase "one token picks the same expert twice (a tie in its router)" [] 3 2 2 2 (-1)
+      (someIds [1, 1, 0, 1, 1, 0]),
+    dispatchCase "E = 0 with every slot empty" [] 2 2 0 4 (-1) (Lst.replicate 4 none),
+    dispatchCase "block 0 is outside the domain" [] 2 2 4 0 (-1) (someIds [0, 1, 2, 3]),
+    dispatchCase "an id of E is outside the domain" [] 2 2 4 2 (-1)
+      [some 0, some 4, none, some 1],
+    dispatchCase "an id far above E, with capacity" [] 2 2 4 2 1
+      [some 0, some 1000, none, some 1],
+    dispatchCase "block 0 and an id of E" [] 1 2 4 0 (-1) [some 4, some 0],
+    dispatchCase "E = 0 with an id 0" [] 1 1 0 4 (-1) [some 0]]
+
+/-- A slot's id: empty one time in eight; from the first `span` experts. -/
+def genSlot (span : Nat) : Gen (Option Nat) := do
+  let z ← nextNat 8
+  let e ← nextNat span
+  return if z == 0 then none else some e
+
+def dispatchCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 7, 8, 12, 16, 64]
+  let T ← nextNat 17
+  let k ← pick [1, 1, 2, 2, 3, 4, 8, 10]
+  let block ← pick [1, 2, 3, 4, 8, 16, 64]
+  let narrow ← nextNat 4
+  let span := if narrow == 0 then max 1 (E / 2) else E
+  let ids ← genList (T * k) (genSlot span)
+  let c ← nextNat 6
+  let r ← nextNat 4
+  let cap : Int :=
+    if c == 0 then -1 else if c == 1 then 0
+    else if c == 2 then Int.ofNat (switchCapacity E (T * k))
+    else Int.ofNat r
+  return dispatchCase s!"random dispatch #{i}, T={T} k={k} E={E} block={block} capacity={cap}"
+    [] T k E block cap ids
+
+/-- Serving shapes: T * k from 2,048 to 3,000 slots, E up to 256, blocks 1 to 16; no
+capacity, Switch's capacity (factor one) or half of it. Every list stays under 4,096
+entries (slots and padded rows): the interpreter's stack overflows on a list walk past
+about 8,000 (the `Lst` functions recurse once per element). -/
+def bigDispatchShapes : List (Nat × Nat × Nat × Nat) :=
+  [(512, 4, 256, 1), (256, 8, 256, 8), (1000, 3, 60, 16), (2048, 1, 128, 4),
+    (1024, 2, 64, 16), (600, 5, 96, 8), (3000, 1, 32, 16), (256, 10, 200, 4)]
+
+/-- A slot's id in a serving shape, from a drawn seed and the slot's index (no `Gen` walk
+per slot, which would nest a bind per slot): empty one time in sixteen. -/
+def hashedSlot (seed : Nat) (E s : Nat) : Option Nat :=
+  let h := ((UInt64.ofNat (seed + s * 2654435761)) * 6364136223846793005 +
+    1442695040888963407) >>> 33
+  if h.toNat % 16 == 0 then none else some ((h.toNat / 16) % E)
+
+def bigDispatchCase' (i : Nat) : Gen Case := do
+  let (T, k, E, block) := Lst.getD bigDispatchShapes i (1, 1, 1, 1)
+  let seed ← nextNat 1000000007
+  let ids := Lst.map (hashedSlot seed E) (Lst.range (T * k))
+  let sw := switchCapacity E (T * k)
+  let cap : Int := if i % 3 == 0 then -1 else if i % 3 == 1 then Int.ofNat sw
+    else Int.ofNat (sw / 2)
+  return dispatchCase s!"serving shape #{i}, T={T} k={k} E={E} block={block} capacity={cap}"
+    [] T k E block cap ids
+
 /-! ## The file -/
 
 def groupOrder : List String :=
   ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
     "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
-    "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest"]
+    "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest", "DispatchTest"]
 
 def notes : List (String × String) :=
   [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
@@ -1602,7 +1754,7 @@ def notes : List (String × String) :=
    ("SigmoidExpOverflow", "exp(0 - x) overflows to +inf for a finite x: the sigmoid is exactly 0."),
    ("Llama4TopOne", "Llama 4's router: sigmoid, no bias, one group, k = 1, raw score."),
    ("DeepSeekV3Shape", "DeepSeek-V3's router at a small size: sigmoid, bias, groups by top-2 sum, renormalised, scale 2.5."),
-   ("InvalidParams", "The parameters are outside paramsValid (result invalid): brokenRules names every rule they break; the outputs are the spec's total values (the C ABI must answer MOE_ROUTE_EBADPARAMS)."),
+   ("InvalidParams", "The parameters are outside the definition's domain (result invalid): brokenRules names every rule they break (paramsValid for the routing family: the outputs are the spec's total values; dispatchValid for DispatchTest: no outputs); the C ABI must answer MOE_ROUTE_EBADPARAMS."),
    ("NoExperts", "E = 0: every output is empty."),
    ("NaNKey", "A selection key is NaN (outside StrictWeak): Lean's literal ranking with Context's comparison decides what is kept; the fast rankings refuse the row."),
    ("NaNGroupScore", "A group score is NaN (a top-2 sum of +inf and -inf keys): the literal ranking of the groups decides."),
@@ -1617,7 +1769,15 @@ def notes : List (String × String) :=
    ("ZeroSignTop2Sum", "A group's top-2 sum is (0 + c_best) + c_second: without the leading 0 + it would have the other sign."),
    ("NotBinary32", "A binary64 input (logit, score, bias or scale) is not a binary32 value."),
    ("DeepSeekV3Size", "E = 256 in 8 groups (DeepSeek-V3's size)."),
-   ("KimiK2Size", "E = 384 (Kimi K2's size).")]
+   ("KimiK2Size", "E = 384 (Kimi K2's size)."),
+   ("EmptySlot", "A slot's id is -1 (empty): dispatch skips it."),
+   ("NoCapacity", "Capacity below 0: no limit, every non-empty slot is kept."),
+   ("SlotDropped", "An expert has more non-empty slots than the capacity: its later slots (in slot order) are dropped."),
+   ("BlockOne", "Block 1: no padding."),
+   ("Padding", "Some expert's kept slots are not a multiple of the block: its list is padded with the value tokens * k."),
+   ("ExpertWithoutSlots", "Some expert keeps no slot: it takes no block."),
+   ("OneExpertTakesAll", "Every slot names one expert of several."),
+   ("LargeDispatch", "At least 1,024 slots (tokens * k).")]
 
 def testText (id : Nat) (c : Case) : String :=
   obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
@@ -1688,10 +1848,13 @@ def allCases : Gen (List Case) := do
   -- The family's edges, drawn after everything else for the same reason.
   let b64 ← numbered binary64Case' 60 0
   let big ← numbered sizeCase' 100 0
+  -- Dispatch, drawn after everything else for the same reason.
+  let dp ← numbered dispatchCase' 200 0
+  let dpBig ← numbered bigDispatchCase' (Lst.len bigDispatchShapes) 0
   return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw, fixedForwardCases,
     pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp,
     familyRowCases, rs, fixedRouteGatesCases, rg, joinLists md, fixedSigmoidCases, sg',
-    paramRowCases, floatEdgeCases, zeroTotalCases, b64, big]
+    paramRowCases, floatEdgeCases, zeroTotalCases, b64, big, fixedDispatchCases, dp, dpBig]
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1

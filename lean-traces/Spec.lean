@@ -377,6 +377,100 @@ def capacityKeeps (C : Nat) (group : List Nat) : List Bool :=
     let e := Lst.getD group t 0
     decide (Lst.len (Lst.filter (· == e) (Lst.take t group)) < C)) (Lst.range (Lst.len group))
 
+/-! ### Dispatch (the `moe_align_block_size` of serving engines)
+
+Slot s = t * k + j holds token t's j-th expert, `none` for an empty slot (the C ABI's -1),
+which dispatch skips. Each expert's kept slots are listed in slot order, experts in
+increasing order, each list padded to a multiple of the block with the value `T * k` (the
+number of slots, no slot's index); an expert with no kept slot takes no block. With a
+capacity C an expert keeps its first C non-empty slots in slot order (`capacityKeeps` over
+the non-empty slots), so a slot's fate depends only on the slots before it. -/
+
+/-- The non-empty slots in slot order, as (slot, expert). -/
+def dispatchSlots (ids : List (Option Nat)) : List (Nat × Nat) :=
+  Lst.filterMap (fun (so : Nat × Option Nat) => match so.2 with
+    | some e => some (so.1, e)
+    | none => none) (Lst.zip (Lst.range (Lst.len ids)) ids)
+
+/-- The slots dispatch keeps, in slot order: with a capacity C (`some C`), those
+`capacityKeeps C` keeps over the experts of the non-empty slots in slot order; without one
+(`none`, the C ABI's capacity < 0), every non-empty slot. -/
+def dispatchKept (C : Option Nat) (ids : List (Option Nat)) : List (Nat × Nat) :=
+  let slots := dispatchSlots ids
+  match C with
+  | none => slots
+  | some c =>
+    Lst.filterMap (fun (sk : (Nat × Nat) × Bool) => if sk.2 then some sk.1 else none)
+      (Lst.zip slots (capacityKeeps c (Lst.map (fun (se : Nat × Nat) => se.2) slots)))
+
+/-- The least multiple of `block` that is ≥ n (the domain is block ≥ 1; block 0 gives 0). -/
+def padTo (block n : Nat) : Nat := (n + block - 1) / block * block
+
+/-- Expert e's kept slots, in slot order. -/
+def expertSlots (kept : List (Nat × Nat)) (e : Nat) : List Nat :=
+  Lst.map (fun (se : Nat × Nat) => se.1) (Lst.filter (fun (se : Nat × Nat) => se.2 == e) kept)
+
+/-- A dispatch: `sortedSlots` (its length is the C ABI's rows) and the expert of each block. -/
+structure DispatchLayout where
+  sortedSlots : List Nat
+  blockExpert : List Nat
+
+/-- The layout of the kept slots `kept` (slot, expert) of `n` slots over E experts: expert
+0's kept slots then padding (the value n) up to `padTo block`, then expert 1's, and so on;
+`blockExpert` names each block's expert. -/
+def dispatchLayoutOf (E block n : Nat) (kept : List (Nat × Nat)) : DispatchLayout :=
+  let lists := Lst.map (fun e =>
+    let l := expertSlots kept e
+    (e, l, padTo block (Lst.len l))) (Lst.range E)
+  { sortedSlots := Lst.flatMap (fun (x : Nat × List Nat × Nat) =>
+      Lst.app x.2.1 (Lst.replicate (x.2.2 - Lst.len x.2.1) n)) lists,
+    blockExpert := Lst.flatMap (fun (x : Nat × List Nat × Nat) =>
+      Lst.replicate (x.2.2 / block) x.1) lists }
+
+/-- `dispatchSpec E block C ids`: the spec's dispatch of the slots `ids` (T * k of them) over
+E experts (the domain is `dispatchValid`). -/
+def dispatchSpec (E block : Nat) (C : Option Nat) (ids : List (Option Nat)) : DispatchLayout :=
+  dispatchLayoutOf E block (Lst.len ids) (dispatchKept C ids)
+
+/-- The padded length, `rows` of the C ABI. -/
+def dispatchRows (E block : Nat) (C : Option Nat) (ids : List (Option Nat)) : Nat :=
+  Lst.len (dispatchSpec E block C ids).sortedSlots
+
+/-- The dispatch's domain, rule by rule: a block of at least one row, and every id empty or
+an expert below E (outside it the C ABI answers MOE_ROUTE_EBADPARAMS). -/
+def dispatchRules (E block : Nat) (ids : List (Option Nat)) : List (String × Bool) :=
+  [("blockPositive", decide (1 ≤ block)),
+   ("idsInRange", Lst.all (fun (o : Option Nat) => match o with
+      | some e => decide (e < E)
+      | none => true) ids)]
+
+def dispatchValid (E block : Nat) (ids : List (Option Nat)) : Bool :=
+  Lst.all (fun (r : String × Bool) => r.2) (dispatchRules E block ids)
+
+/-- The names of the rules `dispatchValid` finds broken (empty exactly when it holds). -/
+def dispatchBrokenRules (E block : Nat) (ids : List (Option Nat)) : List String :=
+  Lst.map (fun (r : String × Bool) => r.1)
+    (Lst.filter (fun (r : String × Bool) => !r.2) (dispatchRules E block ids))
+
+/-- `dispatchKept` in one pass, counting each expert's kept slots (E * slots steps, where
+`capacityKeeps` takes slots²): what the exporter evaluates on thousands of slots. The same
+as `dispatchKept` where `dispatchValid` holds (an id ≥ E has no counter here); a `#guard`
+below and the exporter (on every case of up to 1,024 slots) check it against `dispatchKept`. -/
+def dispatchKeptCounted (E : Nat) (C : Option Nat) (ids : List (Option Nat)) :
+    List (Nat × Nat) :=
+  match C with
+  | none => dispatchSlots ids
+  | some c =>
+    let step := fun (acc : List Nat × List (Nat × Nat)) (se : Nat × Nat) =>
+      let n := Lst.getD acc.1 se.2 0
+      if n < c then (Lst.setAt acc.1 se.2 (n + 1), se :: acc.2) else acc
+    let keptRev := (Lst.foldl step (Lst.replicate E 0, []) (dispatchSlots ids)).2
+    Lst.foldl (fun (out : List (Nat × Nat)) (se : Nat × Nat) => se :: out) [] keptRev
+
+/-- Every expert's padded list is a whole number of blocks. -/
+theorem padTo_mod_block (block n : Nat) : padTo block n % block = 0 := by
+  simp [padTo, Nat.mul_mod_left]
+
 /-- Switch's capacity with capacity factor one: ⌈n / E⌉ (0 when E = 0, Lean's n / 0). -/
 def switchCapacity (E n : Nat) : Nat := (n + E - 1) / E
 
@@ -885,5 +979,74 @@ def sameBits32 (x y : Float32) : Bool := f32bits x == f32bits y || (f32isNaN x &
 #guard Lst.all (fun a => Lst.all (fun b =>
     sameBits32 (f32add (f32add f32zero a) b) (f32add (f32add f32zero b) a))
   signedEdges32) signedEdges32
+
+/-! Dispatch: hand-worked layouts, and over every slot list of length ≤ 4 over {empty, 0, 1, 2}
+with E = 3, every capacity (none, 0, 1, 2) and blocks 1 to 3: the counted form equals
+`dispatchKept`; each expert keeps its first C non-empty slots (capacityKeeps read per
+expert); a kept slot appears exactly once in the layout and a dropped or empty one never,
+every other entry being the padding value; each block holds only its expert's slots. -/
+
+def eqNats (a b : List Nat) : Bool := Lst.eqBy Lst.eqNat a b
+def eqSlots (a b : List (Nat × Nat)) : Bool :=
+  Lst.eqBy (fun (x y : Nat × Nat) => x.1 == y.1 && x.2 == y.2) a b
+
+-- T = 3 tokens, k = 2: slot 1 empty; expert 1 has slots 0, 3, 4, expert 0 slots 2, 5.
+def handIds : List (Option Nat) := [some 1, none, some 0, some 1, some 1, some 0]
+#guard eqNats (dispatchSpec 3 2 none handIds).sortedSlots [2, 5, 0, 3, 4, 6]
+#guard eqNats (dispatchSpec 3 2 none handIds).blockExpert [0, 1, 1]
+#guard dispatchRows 3 2 none handIds == 6
+#guard eqNats (dispatchSpec 3 2 (some 2) handIds).sortedSlots [2, 5, 0, 3]
+#guard eqNats (dispatchSpec 3 2 (some 2) handIds).blockExpert [0, 1]
+#guard eqNats (dispatchSpec 3 2 (some 1) handIds).sortedSlots [2, 6, 0, 6]
+#guard eqNats (dispatchSpec 3 2 (some 0) handIds).sortedSlots []
+#guard eqNats (dispatchSpec 3 2 (some 0) handIds).blockExpert []
+#guard eqNats (dispatchSpec 3 1 none handIds).sortedSlots [2, 5, 0, 3, 4]
+#guard eqNats (dispatchSpec 3 1 none handIds).blockExpert [0, 0, 1, 1, 1]
+#guard eqNats (dispatchSpec 3 4 none handIds).sortedSlots [2, 5, 6, 6, 0, 3, 4, 6]
+#guard eqNats (dispatchSpec 3 4 none handIds).blockExpert [0, 1]
+#guard eqSlots (dispatchKept (some 2) handIds) [(0, 1), (2, 0), (3, 1), (5, 0)]
+/-- String lists equal, by direct recursion (a closure over `String`'s `==` has no
+executable code in the interpreter: `String.decEq._boxed`). -/
+def eqStrs : List String → List String → Bool
+  | [], [] => true
+  | x :: xs, y :: ys => x == y && eqStrs xs ys
+  | _, _ => false
+#guard eqStrs (dispatchBrokenRules 3 0 [some 3, none]) ["blockPositive", "idsInRange"]
+#guard eqStrs (dispatchBrokenRules 3 2 handIds) []
+#guard eqStrs (dispatchBrokenRules 1 2 handIds) ["idsInRange"]
+#guard padTo 4 0 == 0 && padTo 4 1 == 4 && padTo 4 4 == 4 && padTo 4 5 == 8 && padTo 1 7 == 7
+
+def idAlphabet : List (Option Nat) := [none, some 0, some 1, some 2]
+def idListsOfLength : Nat → List (List (Option Nat))
+  | 0 => [[]]
+  | n + 1 => Lst.flatMap (fun (rest : List (Option Nat)) =>
+      Lst.map (fun (o : Option Nat) => o :: rest) idAlphabet) (idListsOfLength n)
+def smallIdLists : List (List (Option Nat)) := Lst.flatMap idListsOfLength (Lst.range 5)
+def smallCapacities : List (Option Nat) := [none, some 0, some 1, some 2]
+
+def countOf (x : Nat) (xs : List Nat) : Nat := Lst.len (Lst.filter (fun y => y == x) xs)
+def isKept (kept : List (Nat × Nat)) (s : Nat) : Bool :=
+  Lst.any (fun (se : Nat × Nat) => se.1 == s) kept
+def slotExpert (ids : List (Option Nat)) (s : Nat) : Option Nat := Lst.getD ids s none
+
+def dispatchFactsHold (E block : Nat) (C : Option Nat) (ids : List (Option Nat)) : Bool :=
+  let n := Lst.len ids
+  let kept := dispatchKept C ids
+  let d := dispatchSpec E block C ids
+  let rows := Lst.len d.sortedSlots
+  let firstC := Lst.all (fun e => eqNats (expertSlots kept e) (match C with
+      | none => expertSlots (dispatchSlots ids) e
+      | some c => Lst.take c (expertSlots (dispatchSlots ids) e))) (Lst.range E)
+  let once := Lst.all (fun s => countOf s d.sortedSlots == (if isKept kept s then 1 else 0))
+    (Lst.range n)
+  let padOnly := Lst.all (fun x => decide (x ≤ n)) d.sortedSlots
+  let blocks := rows % block == 0 && Lst.len d.blockExpert * block == rows &&
+    Lst.all (fun r => let x := Lst.getD d.sortedSlots r n
+      x == n || slotExpert ids x == some (Lst.getD d.blockExpert (r / block) E)) (Lst.range rows)
+  eqSlots (dispatchKeptCounted E C ids) kept && firstC && once && padOnly && blocks
+
+#guard Lst.all (fun (ids : List (Option Nat)) => Lst.all (fun (C : Option Nat) =>
+    Lst.all (fun block => dispatchFactsHold 3 block C ids) [1, 2, 3]) smallCapacities)
+  smallIdLists
 
 end Spec.MoE.Checks

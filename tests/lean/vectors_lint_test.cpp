@@ -157,7 +157,8 @@ TEST(LeanVectorsLint, ScalarsMatchTheirContext) {
 }
 
 TEST(LeanVectorsLint, ResultsHaveTheirReasons) {
-  // invalid only for NaN scores and family parameters outside paramsValid; acceptable only
+  // invalid only for NaN scores, family parameters outside paramsValid and dispatch cases
+  // outside dispatchValid (both flagged InvalidParams); acceptable only
   // where binary32 routing on probabilities differs from routing on logits (docs/design.md
   // §1 and §3).
   for (const auto& group : vectors().at("testGroups")) {
@@ -195,7 +196,7 @@ TEST(LeanVectorsLint, EveryDefinitionIsCovered) {
   for (const char* type :
        {"RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
         "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
-        "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest"}) {
+        "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest", "DispatchTest"}) {
     EXPECT_GE(perType[type], 50u) << type;
   }
   for (const char* flag :

@@ -3,9 +3,9 @@
 // in slot order, experts in increasing order, each list padded to a multiple of the block.
 // Built on capacityKeeps (capacity.hpp): the capacity limit is capacityKeeps over the
 // non-empty slots in slot order, so a slot's fate depends only on the slots before it.
-// These definitions are not yet in lean-traces/Spec.lean: they are written from its
-// capacityKeeps, under the names they are to take there (Spec.MoE.dispatchSlots, ...),
-// and have no golden vectors yet.
+// Transliterated from lean-traces/Spec.lean's dispatch section; its DispatchTest vectors
+// are replayed here by tests/lean/replay_dispatch_test.cpp. Lean's ids are `Option Nat`
+// (`none` an empty slot): here any negative id is empty, where the C ABI takes only -1.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -24,7 +24,7 @@ struct DispatchSlot {
   bool operator==(const DispatchSlot&) const = default;
 };
 
-// Lean (to add): Spec.MoE.dispatchSlots — serves capacity_depends_on_devices
+// Lean: Spec.MoE.dispatchSlots — serves capacity_depends_on_devices
 // The non-empty slots in slot order; ids[s] < 0 is an empty slot (Lean's `none`).
 inline std::vector<DispatchSlot> dispatchSlots(std::span<const std::int64_t> ids) {
   std::vector<DispatchSlot> out;
@@ -34,7 +34,7 @@ inline std::vector<DispatchSlot> dispatchSlots(std::span<const std::int64_t> ids
   return out;
 }
 
-// Lean (to add): Spec.MoE.dispatchKept — from Spec.MoE.capacityKeeps (capacity_depends_on_devices)
+// Lean: Spec.MoE.dispatchKept — serves capacity_depends_on_devices (through capacityKeeps)
 // The slots dispatch keeps: with a capacity C, those capacityKeeps C keeps over the experts
 // of the non-empty slots in slot order; without one (nullopt), every non-empty slot.
 inline std::vector<DispatchSlot> dispatchKept(std::optional<std::size_t> C,
@@ -51,14 +51,15 @@ inline std::vector<DispatchSlot> dispatchKept(std::optional<std::size_t> C,
   return kept;
 }
 
-// Lean (to add): Spec.MoE.padTo
+// Lean: Spec.MoE.padTo — serves padTo_mod_block
 // The least multiple of `block` that is >= n (block >= 1).
 inline std::size_t padTo(std::size_t block, std::size_t n) {
   return (n + block - 1) / block * block;
 }
 
-// Lean (to add): Spec.MoE.expertSlots
-// Expert e's kept slots in slot order, for every e < E (one pass; Lean filters per expert).
+// Lean: Spec.MoE.expertSlots — serves padTo_mod_block (each list padded to whole blocks)
+// Expert e's kept slots in slot order, for every e < E (one pass; Lean filters per expert,
+// `expertSlots kept e`).
 inline std::vector<std::vector<std::size_t>> expertSlots(std::size_t E,
                                                          std::span<const DispatchSlot> kept) {
   std::vector<std::vector<std::size_t>> out(E);
@@ -72,13 +73,14 @@ inline std::vector<std::vector<std::size_t>> expertSlots(std::size_t E,
   return out;
 }
 
+// Lean: Spec.MoE.DispatchLayout
 // The spec's dispatch: sortedSlots (rows entries) and blockExpert (rows / block entries).
 struct DispatchLayout {
   std::vector<std::size_t> sortedSlots, blockExpert;
   std::size_t rows() const { return sortedSlots.size(); }
 };
 
-// Lean (to add): Spec.MoE.dispatchSpec
+// Lean: Spec.MoE.dispatchSpec — serves padTo_mod_block and capacity_depends_on_devices
 // Expert 0's kept slots, then padding (the value ids.size() = tokens * k) up to
 // padTo block; then expert 1's; ... An expert with no kept slot takes no block.
 inline DispatchLayout dispatchSpec(std::size_t E, std::size_t block, std::optional<std::size_t> C,
