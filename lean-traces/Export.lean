@@ -640,6 +640,88 @@ def fixedForwardCases : List Case :=
       ["NearTieAtKeptBoundary"] 1 [one] [[f32 0], [f32 0x30800000]]
       [[[f32 0x40a00000]], [[f32 0x40e00000]]]]
 
+/-- SwiGluForwardTest: a router `logits = W x` and SwiGLU experts
+`out_e = W2_e (silu(W1_e x) * (W3_e x))` (`swigluExpert`); the sparse block and the dense
+forwardSpec, with the exp values Lean used: the router's softmax (`exps`, with its `max`) and
+every expert's SiLU (`siluExps`: expert e's i-th is `exp(0 - dotSpec W1_e[i] x)`, for every
+expert, kept or not, in index order; the sparse block uses those of the kept experts, the
+dense layer all). `expertOutputs` are every expert's outputs. Flag `SiluExpOverflow`: some
+SiLU exp is +inf (a very negative `W1 x`: silu is a signed zero). -/
+def swigluCase {α : Type} [ExpContext α] [Exportable α] (comment : String)
+    (k : Nat) (x : List α) (W : List (List α)) (W1 W3 W2 : List (List (List α))) : Case :=
+  let router := matVec W
+  let experts := fun e (y : List α) => swigluExpert (Lst.getD W1 e []) (Lst.getD W3 e [])
+    (Lst.getD W2 e []) y
+  let logits := router x
+  let tr := Activation.softmaxTraceWith ExpContext.exp logits
+  let E := Lst.len W
+  let siluExps := Lst.map (fun e => Lst.map (fun row =>
+      (ExpContext.exp (Context.sub Context.zero (dotSpec row x)) : α)) (Lst.getD W1 e []))
+    (Lst.range E)
+  let overflow := Lst.any (fun es => Lst.any Exportable.isInf es) siluExps
+  let infDisplaced := Lst.any (fun e => !kept k tr.out e &&
+      Lst.any (fun v => Exportable.isInf v || Exportable.isNaN v) (experts e x)) (Lst.range E)
+  { group := "SwiGluForwardTest", comment := comment,
+    flags := joinLists [kFlags k E, if overflow then ["SiluExpOverflow"] else [],
+      if infDisplaced then ["InfiniteDisplacedExpert"] else []],
+    result := "valid",
+    fields := [ctx α, ("k", toString k), ("experts", toString E),
+      ("hidden", toString (Lst.len x)), ("intermediate", toString (Lst.len (Lst.getD W1 0 []))),
+      ("x", vecText x), ("routerWeights", matText W),
+      ("w1", arr (Lst.map matText W1)), ("w3", arr (Lst.map matText W3)),
+      ("w2", arr (Lst.map matText W2)),
+      ("logits", vecText logits), ("max", Exportable.text tr.m), ("exps", vecText tr.exps),
+      ("gates", vecText (gatesFromProbs k tr.out)),
+      ("siluExps", arr (Lst.map vecText siluExps)),
+      ("expertOutputs", arr (Lst.map (fun e => vecText (experts e x)) (Lst.range E))),
+      ("sparse", vecText (sparseForwardSpec k router experts x)),
+      ("dense", vecText (forwardSpec k router experts x))] }
+
+def swigluCase' (i : Nat) : Gen Case := do
+  let E ← pick [1, 2, 3, 4, 5, 8]
+  let k ← pick [0, 1, 1, 2, 2, 3]
+  let H ← pick [1, 2, 3, 4, 8]
+  let I ← pick [1, 2, 3, 5, 8]
+  let x ← genList H genNormal32
+  let W ← genMat32 E H
+  let W1 ← genList E (genMat32 I H)
+  let W3 ← genList E (genMat32 I H)
+  let W2 ← genList E (genMat32 H I)
+  let c := s!"SwiGLU experts #{i}, E={E} k={k} H={H} I={I}"
+  if i % 2 == 0 then
+    return swigluCase (c ++ ", binary32") k x W W1 W3 W2
+  else
+    return swigluCase (c ++ ", binary64") k (widen x) (widenMat W) (Lst.map widenMat W1)
+      (Lst.map widenMat W3) (Lst.map widenMat W2)
+
+/-- Hand-picked SwiGLU passes, in binary32 and binary64: SiLU at -1000 (exp(1000) = +inf,
+silu -0) and at +1000 (exp(-1000) = 0, silu 1000) in one expert; W1 and W3 that differ so
+that swapping them changes the output; a displaced expert with an infinite W2 (dense
+0 * inf = NaN, sparse finite). -/
+def fixedSwigluCases : List Case :=
+  let one := f32 0x3f800000
+  let two := f32 0x40000000
+  let thousand := f32 0x447a0000
+  let mthousand := f32 0xc47a0000
+  let half := f32 0x3f000000
+  let c32 := fun (c : String) (k : Nat) (x : List Float32) (W : List (List Float32))
+      (W1 W3 W2 : List (List (List Float32))) =>
+    [swigluCase (c ++ ", binary32") k x W W1 W3 W2,
+      swigluCase (c ++ ", binary64") k (widen x) (widenMat W) (Lst.map widenMat W1)
+        (Lst.map widenMat W3) (Lst.map widenMat W2)]
+  joinLists [
+    c32 "SiLU at -1000 and +1000: exp overflows to +inf and underflows to 0" 1 [one]
+      [[one], [f32 0]] [[[mthousand], [thousand]], [[one], [one]]]
+      [[[two], [half]], [[one], [one]]] [[[one, f32 0xbf800000]], [[one, one]]],
+    c32 "W1 and W3 differ: swapping them changes every output" 2 [one, two]
+      [[one, f32 0], [f32 0, one]]
+      [[[one, f32 0], [f32 0, half]], [[half, half], [two, f32 0]]]
+      [[[f32 0x40400000, f32 0], [f32 0, f32 0xc0000000]], [[f32 0xbf800000, one], [one, one]]]
+      [[[one, two], [half, f32 0]], [[two, one], [one, half]]],
+    c32 "a displaced expert has an infinite W2: dense NaN, sparse finite" 1 [one]
+      [[two], [f32 0]] [[[one]], [[one]]] [[[one]], [[one]]]
+      [[[half]], [[f32 0x7f800000]]]]
+
 def forwardProbsCase' (i : Nat) : Gen Case := do
   let E ← pick [1, 2, 3, 4, 5, 6, 8]
   let k ← genK E
@@ -1719,7 +1801,8 @@ def bigDispatchCase' (i : Nat) : Gen Case := do
 def groupOrder : List String :=
   ["RoutingTest", "RankTest", "SoftmaxTest", "GatesTest", "CombineTest", "ForwardTest",
     "PermuteTest", "CapacityTest", "SwitchCapacityTest", "BalanceTest", "ForwardProbsTest",
-    "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest", "DispatchTest"]
+    "SoftmaxPermuteTest", "RouteScoresTest", "RouteGatesTest", "SigmoidTest", "DispatchTest",
+    "SwiGluForwardTest"]
 
 def notes : List (String × String) :=
   [("ExactTie", "Two scores compare equal (neither is greater); the lower index wins."),
@@ -1777,7 +1860,8 @@ def notes : List (String × String) :=
    ("Padding", "Some expert's kept slots are not a multiple of the block: its list is padded with the value tokens * k."),
    ("ExpertWithoutSlots", "Some expert keeps no slot: it takes no block."),
    ("OneExpertTakesAll", "Every slot names one expert of several."),
-   ("LargeDispatch", "At least 1,024 slots (tokens * k).")]
+   ("LargeDispatch", "At least 1,024 slots (tokens * k)."),
+   ("SiluExpOverflow", "Some SiLU exp(0 - a) of a SwiGLU expert overflows to +inf for a finite a: silu(a) = a / inf is a signed zero.")]
 
 def testText (id : Nat) (c : Case) : String :=
   obj (Lst.app [("tcId", toString id), ("comment", q c.comment),
@@ -1851,10 +1935,13 @@ def allCases : Gen (List Case) := do
   -- Dispatch, drawn after everything else for the same reason.
   let dp ← numbered dispatchCase' 200 0
   let dpBig ← numbered bigDispatchCase' (Lst.len bigDispatchShapes) 0
+  -- SwiGLU experts, drawn after everything else for the same reason.
+  let sw ← numbered swigluCase' 24 0
   return joinLists [fixedRoutingCases, r, rk, joinLists sg, cb, fw, fixedForwardCases,
     pm, fixedCapacityCases, cp, switchCapacityCases, fixedBalanceCases, bl, fp, sp,
     familyRowCases, rs, fixedRouteGatesCases, rg, joinLists md, fixedSigmoidCases, sg',
-    paramRowCases, floatEdgeCases, zeroTotalCases, b64, big, fixedDispatchCases, dp, dpBig]
+    paramRowCases, floatEdgeCases, zeroTotalCases, b64, big, fixedDispatchCases, dp, dpBig,
+    fixedSwigluCases, sw]
 
 def main : IO Unit := do
   let cases := (allCases.run 20261129).1

@@ -370,6 +370,36 @@ def sparseForwardSpec [ExpContext α] (k : Nat) (router : List α → List α)
     (experts : Nat → List α → List α) (x : List α) : List α :=
   sparseForwardSpecWith ExpContext.exp k router experts x
 
+/-! ### SwiGLU experts (the experts of Mixtral, DeepSeek, Qwen MoE and Llama 4)
+`y = W2 (silu(W1 x) * (W3 x))`: W1 and W3 have I rows of length H, W2 has H rows of length I.
+Every dot product is a left fold from zero in index order, as `sumSpec`. -/
+
+/-- The dot product `((0 + w₀·x₀) + w₁·x₁) + …` over the indices of `x` (zero past the
+end of `w`). -/
+def dotSpec (w x : List α) : α :=
+  sumSpec (Lst.map (fun j => Context.mul (score w j) (score x j)) (Lst.range (Lst.len x)))
+
+/-- SiLU with the exponential supplied, in this order of operations: `a / (1 + exp(0 - a))`
+(one subtraction, one exp, one add, one division; `0 - a` is the negation, as in
+`sigmoidSpecWith`). -/
+def siluWith (expFn : α → α) (a : α) : α :=
+  Context.div a (Context.add Context.one (expFn (Context.sub Context.zero a)))
+
+/-- `silu a = a / (1 + exp(0 - a))`. -/
+def silu [ExpContext α] (a : α) : α := siluWith ExpContext.exp a
+
+/-- One SwiGLU expert with the exponential supplied: hidden unit i is
+`siluWith expFn (dotSpec w1ᵢ x) * dotSpec w3ᵢ x` (i over the rows of `w1`), output c is
+`dotSpec w2_c hidden`. -/
+def swigluExpertWith (expFn : α → α) (w1 w3 w2 : List (List α)) (x : List α) : List α :=
+  let hidden := Lst.map (fun i => Context.mul (siluWith expFn (dotSpec (Lst.getD w1 i []) x))
+      (dotSpec (Lst.getD w3 i []) x)) (Lst.range (Lst.len w1))
+  Lst.map (fun row => dotSpec row hidden) w2
+
+/-- `swigluExpert w1 w3 w2 x = W2 (silu(W1 x) * (W3 x))`. -/
+def swigluExpert [ExpContext α] (w1 w3 w2 : List (List α)) (x : List α) : List α :=
+  swigluExpertWith ExpContext.exp w1 w3 w2 x
+
 /-- `capacityKeeps C group`: token t (given by its expert) is kept iff fewer than C
 earlier tokens of the group went to its expert (`capacity_depends_on_devices`). -/
 def capacityKeeps (C : Nat) (group : List Nat) : List Bool :=
@@ -1048,5 +1078,22 @@ def dispatchFactsHold (E block : Nat) (C : Option Nat) (ids : List (Option Nat))
 #guard Lst.all (fun (ids : List (Option Nat)) => Lst.all (fun (C : Option Nat) =>
     Lst.all (fun block => dispatchFactsHold 3 block C ids) [1, 2, 3]) smallCapacities)
   smallIdLists
+
+-- SwiGLU over exact rationals with the stand-in exp `y ↦ y²` (not symmetric in W1 and W3):
+-- silu 2 = 2 / (1 + (0 - 2)²) = 2/5; x = [1, 2] gives W1 x = 5, W3 x = 3, hidden
+-- silu 5 * 3 = 5/26 * 3 = 15/26 (swapping W1 and W3 would give silu 3 * 5 = 3/2), and
+-- W2 = [[2], [1]] gives [15/13, 15/26]; silu 0 = 0.
+def squareExp (y : Rat) : Rat := ratMul y y
+#guard ratEq (siluWith squareExp 2) (2/5)
+#guard ratEq (siluWith squareExp 0) 0
+#guard Lst.eqBy ratEq (swigluExpertWith squareExp [[1, 2]] [[3, 0]] [[2], [1]] [1, 2])
+  [15/13, 15/26]
+-- Two hidden units, W2 mixing them: hidden [silu 1 * 1, silu (-1) * (-2)] =
+-- [1/2 * 1, -1/2 * -2] = [1/2, 1], so W2 = [[1, 1], [2, -1]] gives [3/2, 0].
+#guard Lst.eqBy ratEq (swigluExpertWith squareExp [[1, 0], [0, 1]] [[1, 0], [0, 2]]
+  [[1, 1], [2, -1]] [1, -1]) [3/2, 0]
+-- An expert with no hidden units outputs zeros; binary32 silu 0 is +0.
+#guard Lst.eqBy ratEq (swigluExpertWith squareExp [] [] [[], []] [1, 2]) [0, 0]
+#guard f32bits (silu (Float32.ofBits 0)) == 0
 
 end Spec.MoE.Checks

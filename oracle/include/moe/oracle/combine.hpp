@@ -1,5 +1,6 @@
 #pragma once
-// Spec.MoE.combineSpec, forwardSpec and sparseForwardSpec over flat output tensors.
+// Spec.MoE.combineSpec, forwardSpec and sparseForwardSpec over flat output tensors, and
+// the SwiGLU expert (swigluExpert) the layer door's experts are.
 // Sums run in index order seeded with 0 (the seeds leave the order of a sum open; this
 // project fixes it so that binary32 evaluations are reproducible).
 #include <cstddef>
@@ -95,6 +96,66 @@ std::vector<A> sparseForwardSpec(std::size_t k, Router&& router, Experts&& exper
   const std::vector<A> logits = router(x);
   const std::vector<A> p = softmaxVecSpec(std::span<const A>(logits));
   return sparseForwardSpecFromProbs(k, std::span<const A>(p), experts, x);
+}
+
+// Lean: Spec.MoE.dotSpec — serves swigluExpertWith (every dot product of a SwiGLU expert)
+// ((0 + w_0 * x_0) + w_1 * x_1) + ... over the indices of x; w reads zero past its end.
+template <class A>
+A dotSpec(std::span<const A> w, std::span<const A> x) {
+  using C = Context<A>;
+  A total = C::zero();
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    total = C::add(total, C::mul(j < w.size() ? w[j] : C::zero(), x[j]));
+  }
+  return total;
+}
+
+// Lean: Spec.MoE.siluWith — serves the Lean replay (SiLU with Lean's exps)
+// a / (1 + exp(0 - a)): one subtraction, one exp, one add, one division, in that order.
+template <class A, class ExpFn>
+A siluWith(const A& a, ExpFn&& expFn) {
+  using C = Context<A>;
+  return C::div(a, C::add(C::one(), expFn(C::sub(C::zero(), a))));
+}
+
+// Lean: Spec.MoE.silu — serves the layer door (the SwiGLU experts' activation)
+template <HasExp A>
+A silu(const A& a) {
+  return siluWith(a, [](const A& v) { return Context<A>::exp(v); });
+}
+
+// Lean: Spec.MoE.swigluExpertWith — serves the Lean replay (SwiGLU experts with Lean's exps)
+// W2 (silu(W1 x) * (W3 x)): hidden i = silu(dot(W1[i], x)) * dot(W3[i], x) over the rows
+// of W1 (a missing row of W3 reads as zeros, as in Lean), output c = dot(W2[c], hidden). expFn is
+// called once per row of W1, in row order.
+template <class A, class ExpFn>
+std::vector<A> swigluExpertWith(std::span<const std::vector<A>> w1,
+                                std::span<const std::vector<A>> w3,
+                                std::span<const std::vector<A>> w2, std::span<const A> x,
+                                ExpFn&& expFn) {
+  using C = Context<A>;
+  const std::vector<A> none;
+  std::vector<A> hidden;
+  hidden.reserve(w1.size());
+  for (std::size_t i = 0; i < w1.size(); ++i) {
+    const A gate = siluWith(dotSpec(std::span<const A>(w1[i]), x), expFn);
+    const A up = dotSpec(std::span<const A>(i < w3.size() ? w3[i] : none), x);
+    hidden.push_back(C::mul(gate, up));
+  }
+  std::vector<A> out;
+  out.reserve(w2.size());
+  for (const auto& row : w2) {
+    out.push_back(dotSpec(std::span<const A>(row), std::span<const A>(hidden)));
+  }
+  return out;
+}
+
+// Lean: Spec.MoE.swigluExpert — serves the layer door (forwardSpec / sparseForwardSpec with
+// SwiGLU experts)
+template <HasExp A>
+std::vector<A> swigluExpert(std::span<const std::vector<A>> w1, std::span<const std::vector<A>> w3,
+                            std::span<const std::vector<A>> w2, std::span<const A> x) {
+  return swigluExpertWith(w1, w3, w2, x, [](const A& v) { return Context<A>::exp(v); });
 }
 
 }  // namespace moe::oracle
