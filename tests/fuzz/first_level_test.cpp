@@ -294,7 +294,8 @@ TEST(FirstLevel, BatchDecidesAsTheTokenLevel) {
   EXPECT_GT(tally.violations, 1000u);
 }
 
-TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
+// The binary32 spec of the family and every built-in moe_route_v2 router this CPU runs.
+std::vector<std::unique_ptr<Router>> v2Routers() {
   std::vector<std::unique_ptr<Router>> routers;
   routers.push_back(makeSpec32Router(true));
   RouterOptions v2;
@@ -302,6 +303,11 @@ TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
   for (const std::string& name : builtinRouterNamesV2()) {
     if (builtinRouterAvailable(name)) routers.push_back(openRouter(name, v2));
   }
+  return routers;
+}
+
+TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
+  const std::vector<std::unique_ptr<Router>> routers = v2Routers();
   Tally tally;
   uint64_t seed = test::testSeed() + 1000;
   const int each = 120000 / static_cast<int>(routers.size());
@@ -322,13 +328,7 @@ TEST(FirstLevel, SameVerdictsAsTheLadderOnV2) {
 // decides near ties by the ladder's own binary64 keys and group scores, and the acceptable
 // near ties of keys as the ladder names them; every verdict must still be the ladder's.
 TEST(FirstLevel, SameVerdictsAsTheLadderAtDeepSeekV3) {
-  std::vector<std::unique_ptr<Router>> routers;
-  routers.push_back(makeSpec32Router(true));
-  RouterOptions v2;
-  v2.abi = std::string(kAbiV2);
-  for (const std::string& name : builtinRouterNamesV2()) {
-    if (builtinRouterAvailable(name)) routers.push_back(openRouter(name, v2));
-  }
+  const std::vector<std::unique_ptr<Router>> routers = v2Routers();
   ShapeSpace shapes;
   shapes.experts = IntSet::ofValues({256});
   shapes.k = IntSet::ofValues({8});

@@ -3,6 +3,8 @@
 // values: floats are IEEE bit patterns in hex, rationals are "num/den" strings.
 #include <gmpxx.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -43,6 +45,22 @@ std::string hexOf(double x);
 // payload of a NaN result unspecified, and WebAssembly (where Lean ran) chooses freely.
 bool sameBits(float a, float b);
 bool sameBits(double a, double b);
+
+// True when the test's "flags" name `flag`.
+inline bool hasFlag(const json& t, const char* flag) {
+  const auto& flags = t.at("flags");
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+// Whether some value is NaN (never, for rationals).
+template <class A>
+bool anyNaN(const std::vector<A>& v) {
+  if constexpr (std::is_same_v<A, mpq_class>) {
+    return false;
+  } else {
+    return std::any_of(v.begin(), v.end(), [](const A& x) { return std::isnan(x); });
+  }
+}
 
 template <class A>
 A scalarFromText(const std::string& text);

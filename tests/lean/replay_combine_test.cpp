@@ -88,16 +88,6 @@ std::vector<A> matVec(const std::vector<std::vector<A>>& m, std::span<const A> x
   return y;
 }
 
-bool hasFlag(const json& t, const char* flag) {
-  const auto& flags = t.at("flags");
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
-template <class A>
-bool anyNaN(const std::vector<A>& v) {
-  return std::any_of(v.begin(), v.end(), [](const A& x) { return std::isnan(x); });
-}
-
 // What the edge-case flags of a ForwardTest claim, checked on the oracle's own values:
 // InfiniteDisplacedExpert makes dense NaN where sparse is not; NonFiniteRow has NaN gates;
 // NearTieAtKeptBoundary has two distinct logits at most 2^-20 apart (relative) at the

@@ -23,11 +23,6 @@ namespace {
 
 namespace fuzz = moe::fuzz;
 
-bool hasFlag(const json& t, const char* flag) {
-  const auto& flags = t.at("flags");
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
 // The case a binary32 RouteGatesTest describes, as the fuzzer holds it (one token).
 fuzz::Case caseOf(const json& t) {
   fuzz::Case c;

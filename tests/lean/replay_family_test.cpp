@@ -53,11 +53,6 @@ Params<A> readParams(const json& t) {
   return out;
 }
 
-bool hasFlag(const json& t, const char* flag) {
-  const auto& flags = t.at("flags");
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
 // The text paramsInvalidReason gives for the first rule of Lean's paramsRules that fails
 // (the C++ checks the rules in Lean's order).
 std::string reasonOfRule(const std::string& rule) {
@@ -113,16 +108,6 @@ oracle::RouteParams<A> mixtral(std::size_t k) {
   p.renormalize = true;
   p.scale = oracle::Context<A>::one();
   return p;
-}
-
-// Whether a key is NaN (outside StrictWeak: the fast rankings refuse it).
-template <class A>
-bool anyNaN(const std::vector<A>& v) {
-  if constexpr (std::is_same_v<A, mpq_class>) {
-    return false;
-  } else {
-    return std::any_of(v.begin(), v.end(), [](const A& x) { return std::isnan(x); });
-  }
 }
 
 // eligible, routeRank and routeKept of every expert, through the literal transliterations

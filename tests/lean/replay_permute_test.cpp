@@ -15,11 +15,6 @@ namespace {
 
 namespace oracle = moe::oracle;
 
-bool hasFlag(const json& t, const char* flag) {
-  const auto& flags = t.at("flags");
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
 TEST(LeanReplayPermute, GatesOfRelabelledExpertsMatchLean) {
   std::size_t relabelled = 0, tiedAtBoundary = 0;
   for (const json& t : testsOfType(vectors(), "PermuteTest")) {

@@ -44,16 +44,6 @@ std::vector<A> dots(const Mat<A>& m, std::span<const A> x) {
   return y;
 }
 
-bool hasFlag(const json& t, const char* flag) {
-  const auto& flags = t.at("flags");
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
-template <class A>
-bool anyNaN(const std::vector<A>& v) {
-  return std::any_of(v.begin(), v.end(), [](const A& x) { return std::isnan(x); });
-}
-
 // One SwiGLU layer of a test, read once.
 template <class A>
 struct SwiGluLayer {
