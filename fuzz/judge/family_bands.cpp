@@ -26,26 +26,6 @@ uint64_t formOf(float x, float b) {
   return (uint64_t{bits(x)} << 32) | bits(b);
 }
 
-// The binary32 budget of one key, beta = |c32 - c| for a router that evaluates the spec in
-// binary32 with an exp within `cUlp` ulp (docs/fuzz.md), at score s and key magnitude absC.
-// `tinyAt` is the score that decides sigmoid's underflow term (a step, not monotone: the
-// certified level passes the interval's other end to keep each bound on its side).
-double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
-                 double cUlp) {
-  double beta;
-  if (isSoftmax(f)) {
-    beta = probabilityBudget(s, std::isinf(shift) ? 0.0 : shift, E, cUlp);
-  } else {
-    // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
-    // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
-    // quotient to 0) the absolute 2^-126.
-    beta = (2 * cUlp + 4) * kU32 * s + (cUlp + 2) * kTiny32 + (tinyAt < 0x1p-125 ? 0x1p-126 : 0.0);
-  }
-  // fl(s32 + b): one more rounding of the key, and s32's own error.
-  if (!f.bias.empty()) beta = beta * (1 + kU32) + kU32 * absC + kTiny32;
-  return beta;
-}
-
 // Softmax in binary64: s = exp(-(m - x)) / D, the shift rounded once, exp < 1 ulp, the sum
 // of E terms and the division.
 void softmaxScores(std::span<const float> x, FamilyRow& r) {
@@ -116,6 +96,26 @@ void resizeBands(SelectionBands& b, size_t experts, size_t groups) {
 }
 
 }  // namespace
+
+// The binary32 budget of one key, beta = |c32 - c| for a router that evaluates the spec in
+// binary32 with an exp within `cUlp` ulp (docs/fuzz.md), at score s and key magnitude absC.
+// `tinyAt` is the score that decides sigmoid's underflow term (a step, not monotone: the
+// certified level passes the interval's other end to keep each bound on its side).
+double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
+                 double cUlp) {
+  double beta;
+  if (isSoftmax(f)) {
+    beta = probabilityBudget(s, std::isinf(shift) ? 0.0 : shift, E, cUlp);
+  } else {
+    // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
+    // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
+    // quotient to 0) the absolute 2^-126.
+    beta = (2 * cUlp + 4) * kU32 * s + (cUlp + 2) * kTiny32 + (tinyAt < 0x1p-125 ? 0x1p-126 : 0.0);
+  }
+  // fl(s32 + b): one more rounding of the key, and s32's own error.
+  if (!f.bias.empty()) beta = beta * (1 + kU32) + kU32 * absC + kTiny32;
+  return beta;
+}
 
 void evaluateRow(std::span<const float> x, const Family& f, double cUlp, FamilyRow& r) {
   const size_t E = x.size();

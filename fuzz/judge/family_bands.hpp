@@ -27,6 +27,13 @@ inline bool renormalises(const Family& f) {
   return f.renormalize == 1;
 }
 
+// The binary32 budget of one key, beta = |c32 - c| for a router that evaluates the spec in
+// binary32 with an exp within `cUlp` ulp (docs/fuzz.md), at score s and key magnitude absC.
+// `tinyAt` is the score that decides sigmoid's underflow term (a step, not monotone: callers
+// that bound it pass the other end of s's interval to keep each bound on its side).
+double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
+                 double cUlp);
+
 // The row in binary64: scores s with error err (|s64 - s| <= err), keys c = s + b with
 // cerr, beta = the key's binary32 budget with its own error betaErr (beta is increasing in
 // s and |c|), the softmax shift m - x (inf for a -inf logit, 0 for sigmoid) and each

@@ -326,18 +326,15 @@ bool displacedHeld(std::span<const float> x, const Family& f, Row& r, std::span<
   return true;
 }
 
-// An upper bound of the ladder's binary32 budget of sigmoid key i (family_bands' keyBudget
-// at the upper ends of s and |c|, with its error term and the roundings of its bands).
+// An upper bound of the ladder's binary32 budget of sigmoid key i: family_bands' keyBudget
+// at the upper ends of s and |c| (the underflow step at the lower end of s), with the
+// roundings of its bands.
 double sigmoidKeyBudgetHigh(const Family& f, const Row& r, double cUlp, int32_t i) {
-  const double u = kU32, tiny = kTiny32;
   const double sUp = r.s[i] + r.serr[i];
-  double beta = (2 * cUlp + 4) * u * sUp + (cUlp + 2) * tiny +
-                (r.s[i] - r.serr[i] < 0x1p-125 ? 0x1p-126 : 0.0);
-  if (!f.bias.empty()) {
-    const double ac = std::fabs(r.c[i]);
-    const double cUp = ac + r.serr[i] + ac * 0x1p-53;
-    beta = beta * (1 + u) + u * cUp + tiny;
-  }
+  const double ac = std::fabs(r.c[i]);
+  const double cUp = ac + r.serr[i] + ac * 0x1p-53;
+  const double beta =
+      keyBudget(f, sUp, r.s[i] - r.serr[i], 0.0, cUp, static_cast<int32_t>(r.c.size()), cUlp);
   return beta * (1 + 0x1p-20) + 0x1p-1000;
 }
 
