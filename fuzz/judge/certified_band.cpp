@@ -8,27 +8,33 @@
 namespace moe::fuzz {
 namespace {
 
-// v + add - ref + sign * b, rounded in direction `rnd` at every step, then to binary64 the
-// same way. 320 bits more than v's precision: each directed step moves the end by at most
-// 2^-320 of itself, far below binary64's resolution.
-double bandEnd(const oracle::certified::BigFloat& v, double add, double ref, double b,
+using oracle::certified::BigFloat;
+
+// v + add - ref + b (b negated when `minus`), rounded in direction `rnd` at every step,
+// then to binary64 the same way. 320 bits more than v's and b's precision: each directed
+// step moves the end by at most 2^-320 of itself, far below binary64's resolution.
+double bandEnd(const BigFloat& v, double add, double ref, const BigFloat& b, bool minus,
                mpfr_rnd_t rnd) {
-  oracle::certified::BigFloat t(std::max<mpfr_prec_t>(v.precision(), 64) + 320);
+  BigFloat t(std::max<mpfr_prec_t>({v.precision(), b.precision(), 64}) + 320);
   mpfr_add_d(t.get(), v.get(), add, rnd);
   mpfr_sub_d(t.get(), t.get(), ref, rnd);
-  mpfr_add_d(t.get(), t.get(), b, rnd);
+  if (minus) {
+    mpfr_sub(t.get(), t.get(), b.get(), rnd);
+  } else {
+    mpfr_add(t.get(), t.get(), b.get(), rnd);
+  }
   return mpfr_get_d(t.get(), rnd);
 }
 
 }  // namespace
 
-Band relativeBand(const oracle::certified::Interval& value, double add, double bLo, double bHi,
-                  double ref) {
+Band relativeBand(const oracle::certified::Interval& value, double add, const BigFloat& bLo,
+                  const BigFloat& bHi, double ref) {
   Band out;
-  out.lLo = bandEnd(value.lower, add, ref, -bHi, MPFR_RNDD);
-  out.lHi = bandEnd(value.upper, add, ref, -bLo, MPFR_RNDU);
-  out.hLo = bandEnd(value.lower, add, ref, bLo, MPFR_RNDD);
-  out.hHi = bandEnd(value.upper, add, ref, bHi, MPFR_RNDU);
+  out.lLo = bandEnd(value.lower, add, ref, bHi, true, MPFR_RNDD);
+  out.lHi = bandEnd(value.upper, add, ref, bLo, true, MPFR_RNDU);
+  out.hLo = bandEnd(value.lower, add, ref, bLo, false, MPFR_RNDD);
+  out.hHi = bandEnd(value.upper, add, ref, bHi, false, MPFR_RNDU);
   return out;
 }
 

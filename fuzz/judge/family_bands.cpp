@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "budget_formulas.hpp"
 #include "certified_band.hpp"
+#include "directed.hpp"
 #include "moe/fuzz/family_params.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -53,38 +55,30 @@ void sigmoidScores(std::span<const float> x, FamilyRow& r) {
   }
 }
 
-// The group budget gamma from the keys' budgets in [betaLo, betaHi]: max is exact on the
-// rounded keys, so the largest beta of the group; a top-2 sum the two largest plus its own
-// rounding u |sum| + 2^-149 (any two keys the kernel picks, in either order).
+// The binary64 group budget gamma in [gLo, gHi] (budget_formulas.hpp's groupBudgetOf) for
+// a group score in [scoreLo, scoreHi], with a 2^-50 relative allowance for its own rounding.
 void groupBudget(const Family& f, int32_t h, int32_t size, std::span<const double> betaLo,
                  std::span<const double> betaHi, double scoreLo, double scoreHi, double& gLo,
                  double& gHi) {
-  const bool top2 = isTop2Sum(f) && size >= 2;
-  // The largest and second largest of the group's budgets (equal values count twice).
-  auto twoLargest = [&](std::span<const double> v, double& first, double& second) {
-    first = second = -kInf;
-    for (int32_t i = h * size; i < (h + 1) * size; ++i) {
-      if (v[i] > first) {
-        second = first;
-        first = v[i];
-      } else if (v[i] > second) {
-        second = v[i];
-      }
-    }
-  };
-  double lo0, lo1, hi0, hi1;
-  twoLargest(betaLo, lo0, lo1);
-  twoLargest(betaHi, hi0, hi1);
-  gLo = lo0 + (top2 ? lo1 : 0.0);
-  gHi = hi0 + (top2 ? hi1 : 0.0);
-  if (top2) {
-    const double aLo =
-        scoreLo <= 0 && scoreHi >= 0 ? 0.0 : std::min(std::fabs(scoreLo), std::fabs(scoreHi));
-    gLo += kU32 * aLo + kTiny32;
-    gHi += kU32 * std::max(std::fabs(scoreLo), std::fabs(scoreHi)) + kTiny32;
-  }
-  gLo = down(gLo * (1 - 0x1p-50));
-  gHi = up(gHi * (1 + 0x1p-50));
+  const double aLo =
+      scoreLo <= 0 && scoreHi >= 0 ? 0.0 : std::min(std::fabs(scoreLo), std::fabs(scoreHi));
+  const double aHi = std::max(std::fabs(scoreLo), std::fabs(scoreHi));
+  gLo = down(groupBudgetOf<double>(f, h, size, betaLo, aLo) * (1 - 0x1p-50));
+  gHi = up(groupBudgetOf<double>(f, h, size, betaHi, aHi) * (1 + 0x1p-50));
+}
+
+// The least and greatest |v + add| over the real v in `value`, bounded outward in MPFR.
+void magnitudeBounds(const oracle::certified::Interval& value, double add, RoundedDown& lo,
+                     RoundedUp& hi) {
+  oracle::certified::BigFloat vLo(RoundedDown::kPrecision), vHi(RoundedUp::kPrecision);
+  mpfr_add_d(vLo.get(), value.lower.get(), add, MPFR_RNDD);
+  mpfr_add_d(vHi.get(), value.upper.get(), add, MPFR_RNDU);
+  const bool straddles = mpfr_sgn(vLo.get()) <= 0 && mpfr_sgn(vHi.get()) >= 0;
+  const bool lowNearer = mpfr_cmpabs(vLo.get(), vHi.get()) < 0;
+  mpfr_abs(vLo.get(), vLo.get(), MPFR_RNDN);  // exact
+  mpfr_abs(vHi.get(), vHi.get(), MPFR_RNDN);
+  lo = straddles ? RoundedDown(0.0) : RoundedDown(lowNearer ? vLo : vHi);
+  hi = RoundedUp(lowNearer ? vHi : vLo);
 }
 
 void resizeBands(SelectionBands& b, size_t experts, size_t groups) {
@@ -103,18 +97,7 @@ void resizeBands(SelectionBands& b, size_t experts, size_t groups) {
 // certified level passes the interval's other end to keep each bound on its side).
 double keyBudget(const Family& f, double s, double tinyAt, double shift, double absC, int32_t E,
                  double cUlp) {
-  double beta;
-  if (isSoftmax(f)) {
-    beta = probabilityBudget(s, std::isinf(shift) ? 0.0 : shift, E, cUlp);
-  } else {
-    // binary32: expf (c + 1/2 ulp) then 1 + e and 1 / d: (2c + 3) u relative, with slack
-    // (2c + 4) u; below 2^-126 (x < -87.3, where expf(-x) also overflows to inf and the
-    // quotient to 0) the absolute 2^-126.
-    beta = (2 * cUlp + 4) * kU32 * s + (cUlp + 2) * kTiny32 + (tinyAt < 0x1p-125 ? 0x1p-126 : 0.0);
-  }
-  // fl(s32 + b): one more rounding of the key, and s32's own error.
-  if (!f.bias.empty()) beta = beta * (1 + kU32) + kU32 * absC + kTiny32;
-  return beta;
+  return keyBudgetOf<double>(f, s, tinyAt, shift, absC, E, cUlp);
 }
 
 void evaluateRow(std::span<const float> x, const Family& f, double cUlp, FamilyRow& r) {
@@ -233,25 +216,34 @@ void certifiedBands(std::span<const float> x, const Family& f, int32_t k, const 
   const auto p = familyRouteParams(f, k);
   const auto s = oracle::certified::scoresEnclosure(p.score, x);
   resizeBands(b, x.size(), gr ? static_cast<size_t>(gr->G) : 0);
+  // Each budget bounded at 192 bits from the ends of the score's enclosure (the formula is
+  // increasing in s and |c|; tinyAt takes the other end, budget_formulas.hpp).
+  std::vector<RoundedDown> betaLo(x.size());
+  std::vector<RoundedUp> betaHi(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    const double sLo = s[i].range.lowerDouble(), sHi = s[i].range.upperDouble();
+    const auto& si = s[i].range;
     const double bias = f.bias.empty() ? 0.0 : double{f.bias[i]};
-    const double cLo = f.bias.empty() ? sLo : down(sLo + bias);
-    const double cHi = f.bias.empty() ? sHi : up(sHi + bias);
-    const double aLo = cLo <= 0 && cHi >= 0 ? 0.0 : std::min(std::fabs(cLo), std::fabs(cHi));
-    const double aHi = std::max(std::fabs(cLo), std::fabs(cHi));
-    b.betaLo[i] = down(keyBudget(f, sLo, sHi, r.shift[i], aLo, E, cUlp) * (1 - 0x1p-50));
-    b.betaHi[i] = up(keyBudget(f, sHi, sLo, r.shift[i], aHi, E, cUlp) * (1 + 0x1p-50));
-    b.key[i] = relativeBand(s[i].range, bias, b.betaLo[i], b.betaHi[i], refKey);
+    RoundedDown aLo;
+    RoundedUp aHi;
+    magnitudeBounds(si, bias, aLo, aHi);
+    betaLo[i] = keyBudgetOf(f, RoundedDown(si.lower), si.upperDouble(), r.shift[i], aLo, E, cUlp);
+    betaHi[i] = keyBudgetOf(f, RoundedUp(si.upper), si.lowerDouble(), r.shift[i], aHi, E, cUlp);
+    b.betaLo[i] = betaLo[i].toDouble();
+    b.betaHi[i] = betaHi[i].toDouble();
+    b.key[i] = relativeBand(si, bias, betaLo[i].value(), betaHi[i].value(), refKey);
   }
   if (!gr) return;
   const auto gs = oracle::certified::groupScoresEnclosure(p, x);
   for (int32_t h = 0; h < gr->G; ++h) {
-    const double lo = gs[h].range.lowerDouble(), hi = gs[h].range.upperDouble();
-    double gLo, gHi;
-    groupBudget(f, h, gr->size, b.betaLo, b.betaHi, lo, hi, gLo, gHi);
-    b.group[h] = relativeBand(gs[h].range, 0.0, gLo, gHi, refGroup);
-    b.groupGamma[h] = (gLo + gHi) / 2;
+    RoundedDown aLo;
+    RoundedUp aHi;
+    magnitudeBounds(gs[h].range, 0.0, aLo, aHi);
+    const auto gLo =
+        groupBudgetOf<RoundedDown>(f, h, gr->size, std::span<const RoundedDown>(betaLo), aLo);
+    const auto gHi =
+        groupBudgetOf<RoundedUp>(f, h, gr->size, std::span<const RoundedUp>(betaHi), aHi);
+    b.group[h] = relativeBand(gs[h].range, 0.0, gLo.value(), gHi.value(), refGroup);
+    b.groupGamma[h] = (gLo.toDouble() + gHi.toDouble()) / 2;
   }
 }
 

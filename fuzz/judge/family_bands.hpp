@@ -94,8 +94,9 @@ void doubleBands(const FamilyRow& r, const Groups* gr, const Family& f, Selectio
 // leaves within its error of the budget. Every key band is relative to refKey and every
 // group band to refGroup (certified_band.hpp: the ends are differences computed in MPFR,
 // so near the references their binary64 rounding is that of the difference; the
-// comparisons, among keys or among groups, are unchanged by the shift). Throws SpecError
-// where the oracle does.
+// comparisons, among keys or among groups, are unchanged by the shift); the budgets are
+// bounded at 192 bits from the enclosures' ends (budget_formulas.hpp, directed.hpp), not
+// rounded to binary64. Throws SpecError where the oracle does.
 void certifiedBands(std::span<const float> x, const Family& f, int32_t k, const FamilyRow& r,
                     const Groups* gr, double cUlp, double refKey, double refGroup,
                     SelectionBands& b);

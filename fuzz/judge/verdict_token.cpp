@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "budget_formulas.hpp"
 #include "ladder.hpp"
 #include "moe/fuzz/float_bits.hpp"
 #include "moe/fuzz/verdict.hpp"
@@ -38,8 +39,7 @@ bool isRealRow(std::span<const float> x) {
 }
 
 double probabilityBudget(double p, double absShift, int32_t experts, double c) {
-  double relative = p > 0 ? (absShift + 2.0 * experts + 4 * c + 4) * kU32 * p : 0.0;
-  return relative + (c + 2) * kTiny32;
+  return probabilityBudgetOf<double>(p, absShift, experts, c);
 }
 
 double gateFloor(double G, double shiftE, double maxShiftS, int32_t n, int32_t experts, double c) {
