@@ -85,7 +85,7 @@ FoundViolation shrinkAndDescribe(Judge& shrinkJudge, const Router& router, Case 
   ShrinkLimits limits;
   limits.space = options.shapes;
   if (router.contract().v2()) limits.families = effectiveContract(router, options).families;
-  shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds, limits);
+  shrinkViolation(shrinkJudge, router, c, r, options.shrinkSeconds, limits, options.stop);
   noteBatchDependence(shrinkJudge, router, c, r);
   f.kind = r.violation->kind;
   f.tag = r.violation->tag;

@@ -168,7 +168,7 @@ void addFinding(DispatchSummary& s, const Dispatcher& d, DispatchCase c, Dispatc
   auto shrunk = [&] {
     DispatchFinding f;
     f.drawn = c;
-    shrinkDispatch(d, c, out, v, o.shrinkSeconds);
+    shrinkDispatch(d, c, out, v, o.shrinkSeconds, o.stop);
     describeFinding(f, d.name(), v.kind, v.tag, dispatchReport(d.name(), c, out, v));
     f.smallest = c;
     return f;

@@ -4,8 +4,9 @@
 #include "moe/fuzz/dispatch_shrink.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
+
+#include "moe/fuzz/run_loop.hpp"
 
 namespace moe::fuzz {
 
@@ -94,14 +95,12 @@ void emptySlotRanges(DispatchCase& c, Try&& tryCase, Expired&& expired) {
 }  // namespace
 
 void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, DispatchVerdict& v,
-                    double seconds) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(seconds));
+                    double seconds, const volatile std::sig_atomic_t* stop) {
+  const ShrinkDeadline deadline(seconds, stop);
   const ViolationKind kind = v.kind;
   const std::string tag = v.tag;
   auto tryCase = [&](const DispatchCase& s) {
-    if (Clock::now() > deadline) return false;
+    if (deadline.passed()) return false;
     DispatchOutput o;
     DispatchVerdict w = runAndJudgeDispatch(d, s, &o);
     if (w.kind != kind || w.tag != tag) return false;
@@ -111,8 +110,8 @@ void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, D
     return true;
   };
   bool progress = seconds > 0;
-  if (progress) emptySlotRanges(c, tryCase, [&] { return Clock::now() > deadline; });
-  while (progress && Clock::now() < deadline) {
+  if (progress) emptySlotRanges(c, tryCase, [&] { return deadline.passed(); });
+  while (progress && !deadline.passed()) {
     progress = false;
     if (idsComplete(c) && c.tokens > 1) {
       const int32_t half = c.tokens / 2;

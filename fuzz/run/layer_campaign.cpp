@@ -123,7 +123,7 @@ void addFinding(LayerSummary& s, const LayerKernel& kernel, LayerCase c, bool ro
   auto shrunk = [&] {
     LayerFinding f;
     f.drawn = layerShapeText(c);
-    shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds);
+    shrinkLayer(kernel, c, routed, r, judge, o.shrinkSeconds, o.stop);
     describeFinding(f, kernel.name(), r.violation->kind, r.violation->tag,
                     layerReport(kernel.name(), c, r));
     f.smallest = layerShapeText(c);

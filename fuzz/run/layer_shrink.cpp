@@ -4,8 +4,9 @@
 #include "moe/fuzz/layer_shrink.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
+
+#include "moe/fuzz/run_loop.hpp"
 
 namespace moe::fuzz {
 
@@ -98,15 +99,13 @@ bool expertsCutFits(const LayerCase& c, int32_t n) {
 }  // namespace
 
 void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, LayerCaseResult& result,
-                 Judge& routeJudge, double seconds) {
-  using Clock = std::chrono::steady_clock;
+                 Judge& routeJudge, double seconds, const volatile std::sig_atomic_t* stop) {
   if (!result.violation) return;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(seconds));
+  const ShrinkDeadline deadline(seconds, stop);
   const ViolationKind kind = result.violation->kind;
   const std::string tag = result.violation->tag;
   auto tryCase = [&](const LayerCase& s) {
-    if (Clock::now() > deadline) return false;
+    if (deadline.passed()) return false;
     LayerCaseResult r = runAndJudgeLayer(kernel, s, withRouting, routeJudge);
     if (r.output.stopped || !r.violation || r.violation->kind != kind || r.violation->tag != tag) {
       return false;
@@ -116,7 +115,7 @@ void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, Laye
     return true;
   };
   bool progress = seconds > 0;
-  while (progress && Clock::now() < deadline) {
+  while (progress && !deadline.passed()) {
     progress = false;
     const int32_t t = result.violation->token;
     if (c.tokens > 1 && t >= 0 && t < c.tokens && tryCase(layerTokens(c, t, t + 1))) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace moe::fuzz {
@@ -24,6 +25,16 @@ bool RunClock::another(uint64_t casesSoFar, bool* interrupted) const {
     return false;
   }
   return true;
+}
+
+ShrinkDeadline::ShrinkDeadline(double seconds, const volatile std::sig_atomic_t* stop)
+    // At most a year: a larger --shrink-seconds would overflow the clock's nanoseconds.
+    : at_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(std::min(seconds, 3.2e7)))),
+      stop_(stop) {}
+
+bool ShrinkDeadline::passed() const {
+  return (stop_ != nullptr && *stop_ != 0) || Clock::now() >= at_;
 }
 
 bool RunClock::progressDue() {

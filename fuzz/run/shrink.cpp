@@ -1,23 +1,21 @@
 #include "moe/fuzz/shrink.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/run_loop.hpp"
 
 namespace moe::fuzz {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 class Shrinker {
  public:
   Shrinker(Judge& judge, const Router& router, Case& c, CaseResult& r, double seconds,
-           const ShrinkLimits& limits)
+           const ShrinkLimits& limits, const volatile std::sig_atomic_t* stop)
       : judge_(judge),
         router_(router),
         c_(c),
@@ -27,8 +25,7 @@ class Shrinker {
         tag_(r.violation->tag),
         shape_(degenerateShape(c)),
         tieEvidence_(showsTiedGates(c, r)),
-        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(seconds))) {}
+        deadline_(seconds, stop) {}
 
   ShrinkStats run() {
     for (int round = 0; round < 8; ++round) {
@@ -49,7 +46,7 @@ class Shrinker {
  private:
   size_t size() const { return c_.logits.size(); }
   bool expired() {
-    if (Clock::now() < deadline_) return false;
+    if (!deadline_.passed()) return false;
     stats_.timedOut = true;
     return true;
   }
@@ -308,7 +305,7 @@ class Shrinker {
   std::string tag_;         // a crash by SIGSEGV does not shrink into one by SIGABRT
   std::string_view shape_;  // the degenerate shape class, kept (degenerateShape)
   bool tieEvidence_;        // tied experts kept with different gates: kept so
-  Clock::time_point deadline_;
+  ShrinkDeadline deadline_;
   ShrinkStats stats_;
   bool simplified_ = false;
 };
@@ -316,9 +313,10 @@ class Shrinker {
 }  // namespace
 
 ShrinkStats shrinkViolation(Judge& judge, const Router& router, Case& c, CaseResult& r,
-                            double seconds, const ShrinkLimits& limits) {
+                            double seconds, const ShrinkLimits& limits,
+                            const volatile std::sig_atomic_t* stop) {
   if (!r.violation || !(seconds > 0)) return {};
-  return Shrinker(judge, router, c, r, seconds, limits).run();
+  return Shrinker(judge, router, c, r, seconds, limits, stop).run();
 }
 
 }  // namespace moe::fuzz

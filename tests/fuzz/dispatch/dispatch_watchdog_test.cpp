@@ -1,14 +1,16 @@
 // The dispatch door's watchdog tells a slow kernel from a hung one: a correct dispatcher
 // written as the spec reads (one pass over the slots per expert) stays far inside it on the
 // case where a fixed 10 s once called it a hang (E = 3,324, T k = 261,763, a loaded host).
-// And the shrinker keeps to its time on a case past 2^22 slots.
+// And the shrinker keeps to its time on a case past 2^22 slots, and ends at once on a signal.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <random>
 
 #include "moe/fuzz/dispatch_shrink.hpp"
 #include "moe/fuzz/dispatcher.hpp"
+#include "moe/fuzz/run_loop.hpp"
 
 namespace {
 
@@ -75,6 +77,37 @@ TEST(DispatchShrink, AHugeCaseShrinksWithinItsTime) {
   // its deadline, hours here; one step past the deadline is a fraction of a second.
   EXPECT_LT(seconds, 60.0);
   EXPECT_TRUE(v.violation());
+}
+
+// A signal (SIGINT, SIGTERM) during a shrink ends it at once: the run then reports the
+// finding as far as it shrank, instead of after the rest of --shrink-seconds.
+TEST(DispatchShrink, ASignalEndsTheShrinkAtOnce) {
+  const auto d = moe::fuzz::makeFunctionDispatcher(
+      "writes-nothing", {}, [](const DispatchCase&, int32_t*, int32_t*, int32_t*) { return 0; });
+  DispatchCase c = caseOf(1 << 16, 64, 8);
+  c.block = 1;
+  c.maxRows = static_cast<int32_t>(c.slots());
+  moe::fuzz::DispatchOutput out;
+  moe::fuzz::DispatchVerdict v = moe::fuzz::runAndJudgeDispatch(*d, c, &out);
+  ASSERT_TRUE(v.violation());
+  volatile std::sig_atomic_t stop = 1;
+  const auto start = std::chrono::steady_clock::now();
+  moe::fuzz::shrinkDispatch(*d, c, out, v, 120, &stop);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0) << "the shrink ran on after the signal";
+  EXPECT_EQ(c.slots(), int64_t{1} << 22) << "nothing is tried after the signal";
+  EXPECT_TRUE(v.violation());
+}
+
+TEST(ShrinkDeadline, PassesWhenItsTimeIsSpentOrAStopIsAsked) {
+  volatile std::sig_atomic_t stop = 0;
+  const moe::fuzz::ShrinkDeadline later(3600, &stop), now(0, &stop), huge(1e300, nullptr);
+  EXPECT_FALSE(later.passed());
+  EXPECT_TRUE(now.passed());
+  EXPECT_FALSE(huge.passed()) << "a --shrink-seconds past the clock's range is not spent";
+  stop = 1;
+  EXPECT_TRUE(later.passed());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // smaller cases, each judged by the dispatch verdict, so it lives with the run, not the judge.
 #pragma once
 
+#include <csignal>
+
 #include "moe/fuzz/dispatch_case.hpp"
 #include "moe/fuzz/dispatch_verdict.hpp"
 #include "moe/fuzz/dispatcher.hpp"
@@ -14,8 +16,9 @@ DispatchVerdict runAndJudgeDispatch(const Dispatcher& d, const DispatchCase& c,
 
 // Shrinks a violating case while the violation keeps its kind and tag: fewer tokens, a
 // smaller k, fewer experts, block 1, no capacity, empty slots, a plain max_rows; `seconds`
-// caps it. `c`, `out` and `v` become the smallest case found, its output and verdict.
+// caps it, and `stop` (a signal handler's flag) ends it when set. `c`, `out` and `v` become
+// the smallest case found, its output and verdict.
 void shrinkDispatch(const Dispatcher& d, DispatchCase& c, DispatchOutput& out, DispatchVerdict& v,
-                    double seconds);
+                    double seconds, const volatile std::sig_atomic_t* stop = nullptr);
 
 }  // namespace moe::fuzz

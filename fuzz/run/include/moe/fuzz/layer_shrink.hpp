@@ -2,6 +2,7 @@
 // cases, each judged by the layer verdict, so it lives with the run, not the judge.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 
 #include "moe/fuzz/layer_case.hpp"
@@ -20,9 +21,11 @@ LayerCaseResult runAndJudgeLayer(const LayerKernel& kernel, const LayerCase& c, 
 // Shrinks a violating case: greedy, each step one smaller case (the violating token alone,
 // half the tokens, one token fewer, fewer slots k, fewer experts, half or one fewer hidden
 // and intermediate units, no family), kept when the kernel still shows the same kind and
-// tag; within `seconds`. `c` and `result` become the smallest case and its result.
+// tag; within `seconds`, or until `stop` (a signal handler's flag) is set. `c` and `result`
+// become the smallest case and its result.
 void shrinkLayer(const LayerKernel& kernel, LayerCase& c, bool withRouting, LayerCaseResult& result,
-                 Judge& routeJudge, double seconds);
+                 Judge& routeJudge, double seconds,
+                 const volatile std::sig_atomic_t* stop = nullptr);
 
 // The case cut to tokens [from, to), experts [0, n), hidden units [0, n), intermediate
 // units [0, n) (the weights cut to match; the family's bias to the experts kept).

@@ -47,6 +47,20 @@ class RunClock {
   Clock::time_point start_, lastProgress_;
 };
 
+// When shrinking a finding must end: its seconds (--shrink-seconds) are spent, or a signal
+// asked the run to stop (SIGINT, SIGTERM), so that the run reports the finding shrunk as far
+// as it got at once instead of after the rest of its shrink.
+class ShrinkDeadline {
+ public:
+  ShrinkDeadline(double seconds, const volatile std::sig_atomic_t* stop);
+  bool passed() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point at_;
+  const volatile std::sig_atomic_t* stop_;
+};
+
 // How one case of a kernel door's loop ended.
 enum class CaseEnd {
   kNext,     // judged (or abstained): the next case

@@ -2,6 +2,7 @@
 // found at E = 605, k = 460 is reported at E = 2, k = 1, with logits like 0 and 1.
 #pragma once
 
+#include <csignal>
 #include <optional>
 
 #include "moe/fuzz/case.hpp"
@@ -36,7 +37,9 @@ struct ShrinkLimits {
   ShapeSpace space;
   std::optional<Families> families;
 };
+// `stop`, when set (a signal handler's flag), ends the shrink as its time running out does.
 ShrinkStats shrinkViolation(Judge& judge, const Router& router, Case& c, CaseResult& r,
-                            double seconds, const ShrinkLimits& limits = {});
+                            double seconds, const ShrinkLimits& limits = {},
+                            const volatile std::sig_atomic_t* stop = nullptr);
 
 }  // namespace moe::fuzz
