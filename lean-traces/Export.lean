@@ -640,7 +640,7 @@ def fixedForwardCases : List Case :=
       ["NearTieAtKeptBoundary"] 1 [one] [[f32 0], [f32 0x30800000]]
       [[[f32 0x40a00000]], [[f32 0x40e00000]]]]
 
-/-- SwiGluForwardTest: a router `logits = W x` and SwiGLU experts
+/-- SwiGluForwardTest (docs/design.md §8, The layer door): a router `logits = W x` and SwiGLU experts
 `out_e = W2_e (silu(W1_e x) * (W3_e x))` (`swigluExpert`); the sparse block and the dense
 forwardSpec, with the exp values Lean used: the router's softmax (`exps`, with its `max`) and
 every expert's SiLU (`siluExps`: expert e's i-th is `exp(0 - dotSpec W1_e[i] x)`, for every
@@ -1644,7 +1644,7 @@ def sizeCase' (i : Nat) : Gen Case := do
   if v == 3 then return routeGatesCase s!"{name}, binary64 #{i}" [] (widenParams p) (widen l)
   return routeGatesCase s!"{name}, binary32 #{i}" [] p l
 
-/-! ## Dispatch: DispatchTest
+/-! ## Dispatch: DispatchTest (docs/design.md §7, The dispatch door)
 
 The C ABI's `moe_dispatch_v1` case (tokens, k, experts, block, capacity, ids with -1 for an
 empty slot) and the spec's answer: the kept slots in slot order (`dispatchKept`), the
@@ -1890,7 +1890,7 @@ def header : List String := [
   "Floats are IEEE bit patterns (8 hex digits binary32, 16 hex digits binary64); rationals are num/den in lowest terms.",
   "Every sum is a left fold from zero in index order; keptExperts is best first.",
   "exps are the values Lean's libm (musl, in WebAssembly) gave: replay with them for bit-exact results.",
-  "The definitions are those of docs/design.md §1 (The spec) and §6 (The routing family); docs/oracle.md lists the decisions where the sources are silent."]
+  "The definitions are those of docs/design.md §1 (The spec), §6 (The routing family), §7 (The dispatch door) and §8 (The layer door: the SwiGLU expert); docs/oracle.md lists the decisions where the sources are silent."]
 
 def render (cases : List Case) : String :=
   let (groups, next) := groupTexts cases groupOrder 1

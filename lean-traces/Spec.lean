@@ -1,6 +1,7 @@
 /-
   moe-oracle: the MoE routing spec of docs/design.md §1 (The spec) and §6 (The routing
-  family), in Lean 4 core (no Mathlib).
+  family), with the dispatch of §7 (The dispatch door) and the SwiGLU expert of §8 (The
+  layer door), in Lean 4 core (no Mathlib).
 
   The names are TorchLean's (`Spec.MoE.beats`, `rank`, `kept`, `keptExperts`,
   `Activation.softmaxVecSpec`, `gatesVecSpec`, `combineSpec`, `forwardSpec`,
@@ -370,7 +371,7 @@ def sparseForwardSpec [ExpContext α] (k : Nat) (router : List α → List α)
     (experts : Nat → List α → List α) (x : List α) : List α :=
   sparseForwardSpecWith ExpContext.exp k router experts x
 
-/-! ### SwiGLU experts (the experts of Mixtral, DeepSeek, Qwen MoE and Llama 4)
+/-! ### SwiGLU experts (the experts of Mixtral, DeepSeek, Qwen MoE and Llama 4; docs/design.md §8)
 `y = W2 (silu(W1 x) * (W3 x))`: W1 and W3 have I rows of length H, W2 has H rows of length I.
 Every dot product is a left fold from zero in index order, as `sumSpec`. -/
 
@@ -407,7 +408,7 @@ def capacityKeeps (C : Nat) (group : List Nat) : List Bool :=
     let e := Lst.getD group t 0
     decide (Lst.len (Lst.filter (· == e) (Lst.take t group)) < C)) (Lst.range (Lst.len group))
 
-/-! ### Dispatch (the `moe_align_block_size` of serving engines)
+/-! ### Dispatch (the `moe_align_block_size` of serving engines; docs/design.md §7)
 
 Slot s = t * k + j holds token t's j-th expert, `none` for an empty slot (the C ABI's -1),
 which dispatch skips. Each expert's kept slots are listed in slot order, experts in
