@@ -67,8 +67,9 @@ constexpr FuzzOption kOptions[] = {
      "10", "time cap on shrinking each violation (default 10; 0: no shrinking)"},
     {"--min-tokens", "min_tokens", &R::minTokens, kRun, FuzzCheck::kNone, "1000",
      "fewer tokens judged than this is insufficient coverage, exit 3 (default 1000)"},
-    {"", "max_cases", &R::maxCases, kEveryPython, FuzzCheck::kNone, "0",
-     "cases to run at the most (0: only the time limit)"},
+    {"--cases", "max_cases", &R::maxCases, kRun, FuzzCheck::kNone, "0",
+     "cases to run at the most, whichever of it and --seconds comes first (0: only the time "
+     "limit); with --seed, the same cases on any machine however fast"},
     {"", "progress", &R::progress, kEveryPython, FuzzCheck::kNone, "False",
      "progress on stderr while the run goes on"},
     {"--jobs", "jobs", &R::jobs, kCommand | kPythonRouter, FuzzCheck::kJobs, "None",

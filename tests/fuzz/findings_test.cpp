@@ -282,5 +282,35 @@ TEST(Findings, RecipeMistakesAreUsageErrors) {
   EXPECT_NE(v1.out.find("moe_route_v1, which has no routing family"), std::string::npos) << v1.out;
 }
 
+// --cases ends a run after that many cases, whichever of it and --seconds comes first, so a
+// seed draws and judges the same cases on any machine however fast or loaded: two runs of
+// one seed (one and two judging threads) agree on everything but their timings, through
+// each door.
+TEST(Findings, ACaseCountMakesARunTheSameOnAnyMachine) {
+  const std::string dir = MOE_LIB_DIR;
+  const struct {
+    std::string impl;
+    int cases;
+  } doors[] = {{"scalar-probs", 120},
+               {dir + "/libmoe_dispatch_eigen.so", 8},
+               {dir + "/libmoe_layer_eigen.so", 4}};
+  for (const auto& door : doors) {
+    nlohmann::json runs[2];
+    for (int jobs = 1; jobs <= 2; ++jobs) {
+      const auto r =
+          runOracle("fuzz --json --seed 7 --cases " + std::to_string(door.cases) +
+                    " --seconds 600 --min-tokens 1 --jobs " + std::to_string(jobs) + " --impl " +
+                    door.impl + " --out " + freshDir("cases-" + std::to_string(jobs)));
+      ASSERT_EQ(r.exitCode, 0) << door.impl << ": " << r.out;
+      runs[jobs - 1] = nlohmann::json::parse(r.out);
+      EXPECT_EQ(runs[jobs - 1]["cases"], door.cases) << door.impl;
+      for (const char* timing : {"seconds", "cases_per_s", "median_call_seconds"}) {
+        runs[jobs - 1].erase(timing);
+      }
+    }
+    EXPECT_EQ(runs[0], runs[1]) << door.impl;
+  }
+}
+
 }  // namespace
 }  // namespace moe::fuzz

@@ -41,6 +41,21 @@ def test_json_and_a_clean_run(tmp_path, env_with_package):
     assert summary["seed"] == 2
 
 
+def test_cases_ends_the_run_as_the_commands_does(tmp_path, env_with_package):
+    summaries = []
+    for run in range(2):
+        done = cli(["fuzz", "routers:spec_router", "--seconds", "600", "--seed", "3",
+                    "--cases", "25", "--min-tokens", "1", "--json",
+                    "--out", str(tmp_path / str(run))], env_with_package, tmp_path)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        assert summary["cases"] == 25
+        for timing in ("seconds", "cases_per_s", "median_call_seconds"):
+            summary.pop(timing, None)
+        summaries.append(summary)
+    assert summaries[0] == summaries[1]
+
+
 @pytest.mark.parametrize("args, says", [
     (["fuzz", "no_such_module:fn"], "cannot load no_such_module:fn"),
     (["fuzz", "routers"], "expected package.module:function"),
