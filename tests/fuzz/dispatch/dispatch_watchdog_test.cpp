@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <memory>
 #include <random>
 
 #include "moe/fuzz/dispatch_shrink.hpp"
@@ -58,46 +59,46 @@ TEST(DispatchWatchdog, ItGrowsWithTheNaiveWork) {
   EXPECT_GT(wide - 60.0, 500 * (small - 60.0));
 }
 
-// A dispatcher that answers 0 and writes nothing: every case with a slot is a violation, so
-// every range the shrinker empties keeps it and the sweep would run to its end.
-TEST(DispatchShrink, AHugeCaseShrinksWithinItsTime) {
-  const auto d = moe::fuzz::makeFunctionDispatcher(
+// A dispatcher that answers 0 and writes nothing, on a case of 2^22 slots: every case with a
+// slot is a violation, so every range the shrinker empties keeps it and the sweep would run
+// to its end.
+struct HugeViolation {
+  std::unique_ptr<moe::fuzz::Dispatcher> d = moe::fuzz::makeFunctionDispatcher(
       "writes-nothing", {}, [](const DispatchCase&, int32_t*, int32_t*, int32_t*) { return 0; });
   DispatchCase c = caseOf(1 << 16, 64, 8);
-  c.block = 1;
-  c.maxRows = static_cast<int32_t>(c.slots());
   moe::fuzz::DispatchOutput out;
-  moe::fuzz::DispatchVerdict v = moe::fuzz::runAndJudgeDispatch(*d, c, &out);
-  ASSERT_TRUE(v.violation());
-  const auto start = std::chrono::steady_clock::now();
-  moe::fuzz::shrinkDispatch(*d, c, out, v, 0.5);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  moe::fuzz::DispatchVerdict v;
+  HugeViolation() {
+    c.block = 1;
+    c.maxRows = static_cast<int32_t>(c.slots());
+    v = moe::fuzz::runAndJudgeDispatch(*d, c, &out);
+  }
+  // Seconds that shrinking took.
+  double shrink(double seconds, const volatile std::sig_atomic_t* stop = nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    moe::fuzz::shrinkDispatch(*d, c, out, v, seconds, stop);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+TEST(DispatchShrink, AHugeCaseShrinksWithinItsTime) {
+  HugeViolation h;
+  ASSERT_TRUE(h.v.violation());
   // Not a speed target: the sweep went on copying the case (2^22 ids) for every range past
   // its deadline, hours here; one step past the deadline is a fraction of a second.
-  EXPECT_LT(seconds, 60.0);
-  EXPECT_TRUE(v.violation());
+  EXPECT_LT(h.shrink(0.5), 60.0);
+  EXPECT_TRUE(h.v.violation());
 }
 
 // A signal (SIGINT, SIGTERM) during a shrink ends it at once: the run then reports the
 // finding as far as it shrank, instead of after the rest of --shrink-seconds.
 TEST(DispatchShrink, ASignalEndsTheShrinkAtOnce) {
-  const auto d = moe::fuzz::makeFunctionDispatcher(
-      "writes-nothing", {}, [](const DispatchCase&, int32_t*, int32_t*, int32_t*) { return 0; });
-  DispatchCase c = caseOf(1 << 16, 64, 8);
-  c.block = 1;
-  c.maxRows = static_cast<int32_t>(c.slots());
-  moe::fuzz::DispatchOutput out;
-  moe::fuzz::DispatchVerdict v = moe::fuzz::runAndJudgeDispatch(*d, c, &out);
-  ASSERT_TRUE(v.violation());
+  HugeViolation h;
+  ASSERT_TRUE(h.v.violation());
   volatile std::sig_atomic_t stop = 1;
-  const auto start = std::chrono::steady_clock::now();
-  moe::fuzz::shrinkDispatch(*d, c, out, v, 120, &stop);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0) << "the shrink ran on after the signal";
-  EXPECT_EQ(c.slots(), int64_t{1} << 22) << "nothing is tried after the signal";
-  EXPECT_TRUE(v.violation());
+  EXPECT_LT(h.shrink(120, &stop), 5.0) << "the shrink ran on after the signal";
+  EXPECT_EQ(h.c.slots(), int64_t{1} << 22) << "nothing is tried after the signal";
+  EXPECT_TRUE(h.v.violation());
 }
 
 TEST(ShrinkDeadline, PassesWhenItsTimeIsSpentOrAStopIsAsked) {
