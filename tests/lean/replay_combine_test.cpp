@@ -14,6 +14,7 @@
 #include "expect_same.hpp"
 #include "float_bounds.hpp"
 #include "lean_vectors.hpp"
+#include "linear_router_replay.hpp"
 
 namespace moe::lean {
 namespace {
@@ -127,15 +128,7 @@ void replayForward(const json& t, std::size_t& hostExpRuns) {
   auto expertFn = [&](std::size_t e, std::span<const A> in) { return matVec(experts.at(e), in); };
 
   const auto logits = matVec(W, xs);
-  expectSame(t, "logits", logits, vecFromJson<A>(t.at("logits")));
-  const auto leanExps = vecFromJson<A>(t.at("exps"));
-  std::vector<A> arguments;
-  const auto probs =
-      oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
-  EXPECT_EQ(expArgumentMismatch(logits, scalarFromText<A>(t.at("max")), arguments), "")
-      << describe(t);
-  const auto gates = oracle::gatesFromProbs(k, std::span<const A>(probs));
-  expectSame(t, "gates", gates, vecFromJson<A>(t.at("gates")));
+  const auto [leanExps, probs, gates] = replayLinearRouter(t, k, logits);
   const auto dense = oracle::forwardSpecFromGates(std::span<const A>(gates), expertFn, xs);
   expectSame(t, "dense", dense, vecFromJson<A>(t.at("dense")));
   const auto sparse = oracle::sparseForwardSpecFromGates(

@@ -14,6 +14,7 @@
 
 #include "expect_same.hpp"
 #include "lean_vectors.hpp"
+#include "linear_router_replay.hpp"
 
 namespace moe::lean {
 namespace {
@@ -132,15 +133,7 @@ void replaySwiGlu(const json& t, Tally& tally) {
   const std::span<const A> xs(L.x);
 
   const auto logits = dots(L.router, xs);
-  expectSame(t, "logits", logits, vecFromJson<A>(t.at("logits")));
-  const auto leanExps = vecFromJson<A>(t.at("exps"));
-  std::vector<A> arguments;
-  const auto probs =
-      oracle::softmaxVecSpecWith(std::span<const A>(logits), ReplayedExp<A>{leanExps, &arguments});
-  EXPECT_EQ(expArgumentMismatch(logits, scalarFromText<A>(t.at("max")), arguments), "")
-      << describe(t);
-  const auto gates = oracle::gatesFromProbs(L.k, std::span<const A>(probs));
-  expectSame(t, "gates", gates, vecFromJson<A>(t.at("gates")));
+  const auto [leanExps, probs, gates] = replayLinearRouter(t, L.k, logits);
 
   const auto leanOutputs = matFromJson<A>(t.at("expertOutputs"));
   ASSERT_EQ(leanOutputs.size(), L.w1.size()) << describe(t);
