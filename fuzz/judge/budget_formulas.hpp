@@ -12,6 +12,7 @@
 
 #include "family_bands.hpp"
 #include "moe/fuzz/float_bits.hpp"
+#include "moe/fuzz/verdict.hpp"
 
 namespace moe::fuzz {
 
@@ -60,6 +61,30 @@ T groupBudgetOf(const Family& f, int32_t h, int32_t size, std::span<const T> bet
     }
   }
   return top2 ? first + second + (kU32 * absScore + kTiny32) : first;
+}
+
+// The analytic floor of a moe_route_v2 gate's budget at |gate| = aG (docs/fuzz.md, "The
+// routing family"), for n kept experts of E: softmax renormalised, gateFloor with the kept
+// probabilities' weighted shift; sigmoid renormalised, over the kept scores' sum sumS; raw
+// softmax, the probability's budget; raw sigmoid, with sigmoid's underflow term when `tiny`
+// (the score below 2^-125); each plus the scale's rounding (aScale = |scale|). The verdict
+// and the first level both evaluate it, each with its own estimates of the inputs.
+inline double familyGateFloor(const Family& f, double aG, double shift, double weighted, int32_t n,
+                              int32_t E, double cUlp, double aScale, double sumS, bool tiny) {
+  if (renormalises(f)) {
+    if (isSoftmax(f)) {
+      return gateFloor(aG, shift, weighted, n, E, cUlp) + kU32 * aG +
+             aScale * (E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
+    }
+    return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
+           aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / sumS;
+  }
+  if (isSoftmax(f)) {
+    // Raw softmax: the probability's budget, whose denominator sums E terms in any order
+    // ((E - 1) u), then the scale's rounding.
+    return probabilityBudget(aG, shift, E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
+  }
+  return (2 * cUlp + 5) * kU32 * aG + aScale * ((cUlp + 2) * kTiny32 + (tiny ? 0x1p-126 : 0.0));
 }
 
 }  // namespace moe::fuzz

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "budget_formulas.hpp"
 #include "family_bands.hpp"
 #include "moe/fuzz/first_level.hpp"
 #include "moe/fuzz/first_level_simd.hpp"
@@ -507,19 +508,8 @@ bool gatesWithin(const Family& f, const Row& r, std::span<const int32_t> S,
   auto floorOf = [&](int32_t e, double aG) {
     if (!config.analyticFloor) return 0.0;
     const double sh = std::isfinite(r.t[e]) ? r.t[e] : 0.0;
-    if (renorm) {
-      if (f.score == ScoreFunction::kSoftmax) {
-        return gateFloor(aG, sh, weighted, n, E, cUlp) + kU32 * aG +
-               aScale * (E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
-      }
-      return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
-             aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / sumHi;
-    }
-    if (f.score == ScoreFunction::kSoftmax) {
-      return probabilityBudget(aG, sh, E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
-    }
     const bool tiny = (r.s[e] + r.serr[e]) * (1 + 0x1p-30) < 0x1p-125;
-    return (2 * cUlp + 5) * kU32 * aG + aScale * ((cUlp + 2) * kTiny32 + (tiny ? 0x1p-126 : 0.0));
+    return familyGateFloor(f, aG, sh, weighted, n, E, cUlp, aScale, sumHi, tiny);
   };
   for (int32_t s = 0; s < n; ++s) {
     const int32_t e = S[s];

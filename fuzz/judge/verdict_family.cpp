@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "budget_formulas.hpp"
 #include "family_bands.hpp"
 #include "ladder.hpp"
 #include "moe/fuzz/family_params.hpp"
@@ -502,24 +503,9 @@ const std::vector<float>& spec32Gates(const FamilyToken& t, KeptGates& kg) {
 double gateFloorOf(const FamilyToken& t, const KeptGates& kg, int32_t e, double G) {
   if (!t.config.analyticFloor) return 0.0;
   const FamilyRow& r = t.r;
-  const double cUlp = t.cUlp, n = t.n;
-  const double aG = std::fabs(G), aScale = std::fabs(double{t.f.scale});
   const double sh = std::isfinite(r.shift[e]) ? r.shift[e] : 0.0;
-  if (renormalises(t.f)) {
-    if (isSoftmax(t.f)) {
-      return gateFloor(aG, sh, kg.weighted, t.n, t.E, cUlp) + kU32 * aG +
-             aScale * (t.E + 1.0) * (n + 1.0) * (cUlp + 2) * kTiny32;
-    }
-    return (4 * cUlp + 2.0 * n + 10) * kU32 * aG +
-           aScale * (n + 1.0) * ((cUlp + 2) * kTiny32 + 0x1p-126) / kg.sumS;
-  }
-  if (isSoftmax(t.f)) {
-    // Raw softmax: the probability's budget, whose denominator sums E terms in any order
-    // ((E - 1) u), then the scale's rounding.
-    return probabilityBudget(aG, sh, t.E, cUlp) + kU32 * aG + aScale * (cUlp + 2) * kTiny32;
-  }
-  return (2 * cUlp + 5) * kU32 * aG +
-         aScale * ((cUlp + 2) * kTiny32 + (r.s[e] < 0x1p-125 ? 0x1p-126 : 0.0));
+  return familyGateFloor(t.f, std::fabs(G), sh, kg.weighted, t.n, t.E, t.cUlp,
+                         std::fabs(double{t.f.scale}), kg.sumS, r.s[e] < 0x1p-125);
 }
 
 // Slot s's exact gate in binary64, enclosed: [lo, hi].
