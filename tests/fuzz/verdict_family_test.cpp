@@ -1,9 +1,10 @@
 // judgeFamilyToken on hand-built tokens: a selection difference that binary64
 // cannot place against its budget goes to the oracle's MPFR level and is judged there; the
-// kept groups' span, the top-2 group budget and the raw gates' scale are checked as
-// docs/fuzz.md derives them; the selection levels count once per token.
+// kept groups' span, the top-2 group budget, the raw gates' scale and the gates' analytic
+// floor are checked as docs/fuzz.md derives them; the selection levels count once per token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -153,6 +154,58 @@ TEST(FamilyGates, RawGatesCarryTheScale) {
   const Verdict unscaled = judgeAt(t, 1.0, levels);
   ASSERT_EQ(unscaled.outcome, Outcome::kViolation) << unscaled.certificate;
   EXPECT_EQ(unscaled.kind, ViolationKind::kGateScale) << unscaled.certificate;
+}
+
+// The binary32 spec's gates of the token's kept experts: softmax (exp(x - m), summed in index
+// order) or sigmoid scores, divided by the kept scores' sum in index order when
+// renormalising, times the scale.
+std::vector<float> specGates32(const Token& t) {
+  std::vector<float> s(t.x.size());
+  if (t.f.score == ScoreFunction::kSoftmax) {
+    float m = t.x[0], total = 0.0f;
+    for (float v : t.x) m = std::max(m, v);
+    for (std::size_t i = 0; i < t.x.size(); ++i) total += s[i] = std::exp(t.x[i] - m);
+    for (float& v : s) v /= total;
+  } else {
+    for (std::size_t i = 0; i < t.x.size(); ++i) s[i] = sigmoid32(t.x[i]);
+  }
+  std::vector<int32_t> byIndex = t.ids;
+  std::sort(byIndex.begin(), byIndex.end());
+  float kept = 0.0f;
+  for (int32_t j : byIndex) kept += s[j];
+  std::vector<float> g;
+  for (int32_t e : t.ids) g.push_back((t.f.renormalize == 1 ? s[e] / kept : s[e]) * t.f.scale);
+  return g;
+}
+
+// The analytic floor lets a gate be as far off as a binary32 evaluation with an exp of
+// exp_max_ulp ulps can make it: a gate 100 units in the last place (2^-24 relative) off is
+// inside the budget at 64 ulps (every gate formula's floor is above 130 u |G| there) and
+// outside it at 1 ulp (below 30 u |G|, with the spec32 and ulp terms), in each of the four
+// formulas: softmax or sigmoid scores, raw or renormalised.
+TEST(FamilyGates, TheAnalyticFloorGrowsWithTheExpError) {
+  for (const auto score : {ScoreFunction::kSoftmax, ScoreFunction::kSigmoid}) {
+    for (const int32_t renormalize : {0, 1}) {
+      Token t;  // keep 2 of 4, one group, scale 1
+      t.x = {1.0f, -0.5f, 0.25f, -1.0f};
+      t.f.score = score;
+      t.f.renormalize = renormalize;
+      t.k = 2;
+      t.ids = {0, 2};
+      t.gates = specGates32(t);
+      const std::string form =
+          std::string(score == ScoreFunction::kSoftmax ? "softmax" : "sigmoid") +
+          (renormalize == 1 ? ", renormalised" : ", raw");
+      LevelCounters levels;
+      const Verdict spec = judgeAt(t, 1.0, levels);
+      ASSERT_NE(spec.outcome, Outcome::kViolation) << form << ": " << spec.certificate;
+      t.gates[0] *= 1 + 100 * 0x1p-24f;
+      const Verdict wide = judgeAt(t, 64.0, levels);
+      EXPECT_NE(wide.outcome, Outcome::kViolation) << form << ": " << wide.certificate;
+      const Verdict narrow = judgeAt(t, 1.0, levels);
+      EXPECT_EQ(narrow.outcome, Outcome::kViolation) << form << ": " << narrow.certificate;
+    }
+  }
 }
 
 TEST(FamilySelection, CountsOncePerToken) {
